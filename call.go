@@ -1,0 +1,225 @@
+package portcullis
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Call is a decision request: one action an agent wants to take.
+// Only Tool is required. Its JSON form is the contract of
+// `portcullis decide` and `POST /v1/decide`.
+type Call struct {
+	// Tool is the operation's name as the agent called it; aliases are
+	// resolved to the canonical name by the route stage.
+	Tool string `json:"tool"`
+	// Args are the call's arguments. Numbers decoded by DecodeCall are
+	// json.Number, so the argument digest is exact.
+	Args map[string]any `json:"args,omitempty"`
+	// Session identifies the conversation or client session; session grants
+	// are scoped to it.
+	Session string `json:"session,omitempty"`
+	// Agent is the acting agent's identity, set by configuration or a token,
+	// never by the model. Its autonomy envelope is the element of type agent
+	// with this name.
+	Agent string `json:"agent,omitempty"`
+	// ElementType is the type of element the operation acts on, checked
+	// against the active elements' scope restrictions.
+	ElementType string `json:"elementType,omitempty"`
+	// ActiveElements, when non-nil, replaces the policy's active set for this
+	// call (an empty, non-nil list means no element is active). Names must be
+	// elements of the policy.
+	ActiveElements []string `json:"activeElements"`
+	// UserPresent says whether a person is at the keyboard (interactive) or
+	// the agent runs on its own.
+	UserPresent bool `json:"userPresent,omitempty"`
+	// Grants are grants that already exist, for testing and explaining. They
+	// are checked before the store's and are never consumed.
+	Grants []Grant `json:"grants,omitempty"`
+	// Run, when present, makes the call a step of an autonomous run.
+	Run *Run `json:"run,omitempty"`
+	// Conversation is the conversation so far, for the contextual validator.
+	Conversation []Message `json:"conversation,omitempty"`
+}
+
+// Run describes the autonomous run a call is a step of.
+type Run struct {
+	ID              string      `json:"id"`
+	Step            int         `json:"step"`
+	PreviousOutcome StepOutcome `json:"previousOutcome,omitempty"`
+	// RiskScore, when set, overrides the score computed from the call's
+	// classification.
+	RiskScore      *float64 `json:"riskScore,omitempty"`
+	NextActionHint string   `json:"nextActionHint,omitempty"`
+	Trigger        string   `json:"trigger,omitempty"`
+}
+
+// StepOutcome is the outcome of an autonomous run's previous step.
+type StepOutcome string
+
+// The step outcomes. A partial step lets the run continue.
+const (
+	StepSuccess StepOutcome = "success"
+	StepFailure StepOutcome = "failure"
+	StepPartial StepOutcome = "partial"
+)
+
+// Message is one message of a conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// GrantKind says how long a grant holds.
+type GrantKind string
+
+// The grant kinds.
+const (
+	// GrantSession covers later calls to the same tool (and element type,
+	// when set) in the same session until it expires or is revoked. It
+	// satisfies CONFIRM_SESSION only.
+	GrantSession GrantKind = "session"
+	// GrantSingle covers exactly one call: the same tool with the same
+	// argument digest. It is consumed on use. It satisfies CONFIRM_SESSION
+	// and CONFIRM_SINGLE_USE.
+	GrantSingle GrantKind = "single"
+)
+
+// Grant is a person's confirmation of a tool, recorded so that later calls
+// need not ask again.
+type Grant struct {
+	ID   string    `json:"id,omitempty"`
+	Kind GrantKind `json:"kind"`
+	// Tool is the canonical tool name (aliases are resolved when the grant is
+	// matched).
+	Tool        string `json:"tool"`
+	ElementType string `json:"elementType,omitempty"`
+	Session     string `json:"session,omitempty"`
+	// Args are the arguments a single-use grant was approved for (in a
+	// request); ArgsDigest is their digest (in a store).
+	Args       map[string]any `json:"args,omitempty"`
+	ArgsDigest string         `json:"argsDigest,omitempty"`
+	GrantedBy  string         `json:"grantedBy,omitempty"`
+	CreatedAt  time.Time      `json:"createdAt,omitzero"`
+	// ExpiresAt is when the grant stops holding; zero means it holds until
+	// revoked or, for a single-use grant, used.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+}
+
+// MaxRequestBytes bounds one decision request.
+const MaxRequestBytes = 1 << 20
+
+// DecodeCall parses one decision request. It is strict: unknown fields,
+// trailing data, a missing or empty tool, arguments that are not an object,
+// or an unknown grant kind are errors (code INVALID_REQUEST). Numbers in
+// arguments are kept exact as json.Number.
+func DecodeCall(data []byte) (Call, error) {
+	var c Call
+	if len(data) > MaxRequestBytes {
+		return c, invalid("request is %d bytes, more than the limit of %d", len(data), MaxRequestBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Call{}, invalid("%s", describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Call{}, invalid("unexpected data after the request object")
+	}
+	if err := c.Validate(); err != nil {
+		return Call{}, err
+	}
+	return c, nil
+}
+
+// Validate checks a call built in code the way DecodeCall checks a decoded
+// one.
+func (c *Call) Validate() error {
+	if c.Tool == "" {
+		return invalid(`missing "tool" (the operation to decide, e.g. {"tool": "list_elements"})`)
+	}
+	if len(c.Tool) > 500 {
+		return invalid("tool name is %d characters, more than the limit of 500", len(c.Tool))
+	}
+	for i, g := range c.Grants {
+		switch g.Kind {
+		case GrantSession, GrantSingle:
+		default:
+			return invalid("grants[%d]: unknown kind %q (want session or single)", i, g.Kind)
+		}
+		if g.Tool == "" {
+			return invalid("grants[%d]: missing tool", i)
+		}
+	}
+	if c.Run != nil {
+		switch c.Run.PreviousOutcome {
+		case "", StepSuccess, StepFailure, StepPartial:
+		default:
+			return invalid("run.previousOutcome: unknown outcome %q (want success, failure or partial)", c.Run.PreviousOutcome)
+		}
+		if c.Run.Step < 0 {
+			return invalid("run.step: %d is negative", c.Run.Step)
+		}
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("malformed JSON at byte %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Sprintf("field %q: got JSON %s, want %s", typ.Field, typ.Value, jsonKind(typ.Type.String()))
+		}
+		return fmt.Sprintf("got JSON %s, want a request object", typ.Value)
+	case err == io.EOF:
+		return "empty request (want a JSON object with at least \"tool\")"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated JSON"
+	}
+	return err.Error()
+}
+
+func jsonKind(goType string) string {
+	switch goType {
+	case "string", "portcullis.GrantKind", "portcullis.StepOutcome":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "int", "float64", "*float64":
+		return "a number"
+	case "map[string]interface {}":
+		return "an object"
+	}
+	if len(goType) > 2 && goType[:2] == "[]" {
+		return "an array"
+	}
+	return "an object"
+}
+
+// ArgsDigest returns the digest a single-use grant is bound to: SHA-256 of
+// the arguments' canonical JSON (keys sorted, numbers as written). No
+// arguments and an empty object have the same digest.
+func ArgsDigest(args map[string]any) (string, error) {
+	var b []byte
+	if len(args) == 0 {
+		b = []byte("{}")
+	} else {
+		var err error
+		b, err = json.Marshal(args)
+		if err != nil {
+			return "", fmt.Errorf("digest arguments: %w", err)
+		}
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,198 @@
+package portcullis
+
+import "time"
+
+// Policy is a loaded, validated policy file. Package policy builds it from
+// YAML; the gate compiles it. Every field's YAML key is given in its comment;
+// docs/POLICY.md is the reference for the file.
+//
+// A Policy built in code should be checked with package policy's Validate
+// before it is given to the gate.
+type Policy struct {
+	// Version is `version`; only 1 exists.
+	Version int
+	// Mode is `mode`: enforce (default), shadow or off.
+	Mode Mode
+	// UnknownTools is `unknownTools`: confirm (default) or deny.
+	UnknownTools UnknownTools
+	// Tools is `tools`, in file order.
+	Tools []ToolPolicy
+	// PolicyDocument is `policyDocument`: the prose rules for the validator.
+	// Writes to it are policy-write.
+	PolicyDocument string
+	// Elements is `elements`, in file order.
+	Elements []Element
+	// Shell is `shell`: rules on top of the built-in shell classifier.
+	Shell ShellPolicy
+	// Validator is `validator`; nil when the file has none.
+	Validator *ValidatorConfig
+	// Migrations is `migrations`.
+	Migrations []Migration
+	// Approvals is `approvals`.
+	Approvals ApprovalsConfig
+
+	// Source is the file the policy was read from ("" when built in code).
+	Source string
+	// Hash identifies this version of the policy: "sha256:" and the hex
+	// digest of the file's bytes.
+	Hash string
+}
+
+// ToolPolicy is one entry of `tools`: the classification of an operation.
+type ToolPolicy struct {
+	// Name is the canonical operation name (the key in `tools`).
+	Name string
+	// Endpoint is `endpoint`: READ, CREATE, UPDATE, DELETE or EXECUTE.
+	Endpoint Endpoint
+	// DefaultLevel is `defaultLevel`; LevelUnset means the endpoint's default.
+	DefaultLevel Level
+	// CanBeElevated is `canBeElevated` (default true): whether an element's
+	// allow may auto-approve the operation. false pins it.
+	CanBeElevated bool
+	// Rationale is `rationale`: why the tool has its level, shown to people.
+	Rationale string
+	// Risk is `risk`: external-write or policy-write.
+	Risk Risk
+	// Aliases is `aliases`: other names that resolve to this tool.
+	Aliases []string
+	// Summary is `summary`: a text/template over the arguments that
+	// describes the action to people and to the validator.
+	Summary string
+	// ShellArg is `shellArg`: the argument holding a shell command; the
+	// command is classified by the shell classifier.
+	ShellArg string
+	// PathArg is `pathArg`: the argument holding a file path; writes to the
+	// policy document are policy-write.
+	PathArg string
+	// Line is the line of the entry in the policy file (0 when built in code).
+	Line int
+}
+
+// Level returns the tool's base level: DefaultLevel, or the endpoint's default.
+func (t *ToolPolicy) Level() Level {
+	if t.DefaultLevel.Valid() {
+		return t.DefaultLevel
+	}
+	return t.Endpoint.DefaultLevel()
+}
+
+// Element is one entry of `elements`: a persona, skill, ensemble or agent
+// whose policy applies while it is active.
+type Element struct {
+	// Name is `name`, unique in the file.
+	Name string
+	// Type is `type`.
+	Type ElementType
+	// Active is `active` (default true).
+	Active bool
+	// Gatekeeper is `gatekeeper`.
+	Gatekeeper GatekeeperPolicy
+	// Autonomy is `autonomy` (agents only); nil when absent.
+	Autonomy *Autonomy
+	// Line is the line of the entry in the policy file.
+	Line int
+}
+
+// GatekeeperPolicy is an element's `gatekeeper`: lists of operation names or
+// globs (`*` any run, `?` one character). deny > confirm > allow.
+type GatekeeperPolicy struct {
+	Allow   []string `json:"allow"`
+	Confirm []string `json:"confirm"`
+	Deny    []string `json:"deny"`
+	// Scope is `scope`: which element types the operation may act on.
+	Scope Scope `json:"scope"`
+}
+
+// Scope restricts the element types an operation may act on. An empty
+// AllowedTypes means any type.
+type Scope struct {
+	AllowedTypes []string `json:"allowedTypes"`
+	BlockedTypes []string `json:"blockedTypes"`
+}
+
+// RiskTolerance is an agent's appetite for risk.
+type RiskTolerance string
+
+// The tolerances, with their risk thresholds 25, 50 and 75.
+const (
+	Conservative RiskTolerance = "conservative"
+	Moderate     RiskTolerance = "moderate"
+	Aggressive   RiskTolerance = "aggressive"
+)
+
+// Autonomy is an agent's `autonomy` envelope (seed 002).
+type Autonomy struct {
+	// RiskTolerance is `riskTolerance` (default moderate).
+	RiskTolerance RiskTolerance
+	// MaxAutonomousSteps is `maxAutonomousSteps` (default 10; 0 = unlimited).
+	MaxAutonomousSteps int
+	// RequiresApproval is `requiresApproval`: globs over the next action that
+	// pause the run.
+	RequiresApproval []string
+	// AutoApprove is `autoApprove`: globs over the next action that need no pause.
+	AutoApprove []string
+}
+
+// ShellDecision is what a shell rule decides.
+type ShellDecision string
+
+// The shell rule decisions; the strictest matching rule wins.
+const (
+	ShellAllow   ShellDecision = "allow"
+	ShellConfirm ShellDecision = "confirm"
+	ShellDeny    ShellDecision = "deny"
+)
+
+// ShellPolicy is `shell`.
+type ShellPolicy struct {
+	Rules []ShellRule
+}
+
+// ShellRule is one entry of `shell.rules`.
+type ShellRule struct {
+	// Pattern is `pattern`: a token prefix; each position lists the tokens it
+	// accepts (a plain string in YAML is a one-token list).
+	Pattern [][]string
+	// Decision is `decision`.
+	Decision ShellDecision
+	// Justification is `justification`.
+	Justification string
+	// Match is `match`: commands the rule must match (checked at load).
+	Match []string
+	// NotMatch is `notMatch`: commands the rule must not match.
+	NotMatch []string
+	Line     int
+}
+
+// ValidatorConfig is `validator`: the independent LLM validator.
+type ValidatorConfig struct {
+	Provider  string        // `provider`: anthropic, openai or command
+	Model     string        // `model`
+	BaseURL   string        // `baseURL`
+	APIKeyEnv string        // `apiKeyEnv`: the environment variable holding the key
+	Command   []string      // `command`: the provider command; the prompt goes to its stdin
+	Timeout   time.Duration // `timeout` (default 10s)
+	Mode      string        // `mode`: stateless or contextual
+	Rules     string        // `rules`: the stateless mode's ground rules file
+	Scope     ValidatorScope
+}
+
+// ValidatorScope is `validator.scope`: which calls the validator sees.
+type ValidatorScope struct {
+	Risks []Risk   // `risks` (default external-write, policy-write)
+	Tools []string // `tools`
+	Shell bool     // `shell`: every shell command
+}
+
+// Migration is one entry of `migrations`: declared paths a migration may
+// write without the validator.
+type Migration struct {
+	Name  string
+	Paths []string
+}
+
+// ApprovalsConfig is `approvals`.
+type ApprovalsConfig struct {
+	// Wait is `wait`: how long a held call waits for a person (default 45s).
+	Wait time.Duration
+}
