@@ -1,0 +1,288 @@
+package gate
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/template"
+
+	"github.com/portcullis/portcullis"
+)
+
+// memoLimit bounds the per-policy cache of element matches by tool name, so
+// a stream of invented tool names cannot grow it without end; past the limit
+// names are matched afresh on every call.
+const memoLimit = 1 << 16
+
+// listKind is one of an element's gatekeeper lists.
+type listKind uint8
+
+const (
+	listDeny listKind = iota
+	listConfirm
+	listAllow
+)
+
+func (k listKind) String() string {
+	switch k {
+	case listDeny:
+		return "deny"
+	case listConfirm:
+		return "confirm"
+	}
+	return "allow"
+}
+
+// match records that a pattern of an element's list matched a name.
+type match struct {
+	elem    int32
+	list    listKind
+	pattern string
+}
+
+type globRef struct {
+	g glob
+	m match
+}
+
+// route is a compiled `tools` entry.
+type route struct {
+	name       string
+	endpoint   portcullis.Endpoint
+	base       portcullis.Level
+	elevatable bool
+	rationale  string
+	risk       portcullis.Risk
+	shellArg   string
+	pathArg    string
+	summary    *template.Template
+	// trace is the route stage's result text, computed once.
+	trace string
+}
+
+// element is a compiled element.
+type element struct {
+	name      string
+	typ       portcullis.ElementType
+	allowed   []string // scope.allowedTypes
+	blocked   []string // scope.blockedTypes
+	sandboxes bool     // its deny list matches confirm_operation
+	autonomy  *portcullis.Autonomy
+}
+
+// compiled is a policy prepared for deciding: tools indexed by name and
+// alias, patterns compiled and indexed, the default active set resolved.
+// It is immutable once built except for the match memo.
+type compiled struct {
+	pol           *portcullis.Policy
+	routes        map[string]*route
+	elems         []element
+	elemIndex     map[string]int
+	defaultActive []bool
+
+	// Exact patterns by name: deny and confirm lists match case-insensitively
+	// (keys lower-cased), allow lists exactly.
+	exactFold map[string][]match
+	exact     map[string][]match
+	globsFold []globRef
+	globs     []globRef
+
+	memo  sync.Map // canonical tool name → []match
+	memoN atomic.Int32
+
+	policyDocBase string   // lower-cased base name of the policy document
+	protected     []string // cleaned absolute paths of Portcullis's own files
+}
+
+func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
+	c := &compiled{
+		pol:       p,
+		routes:    make(map[string]*route, len(p.Tools)),
+		elemIndex: make(map[string]int, len(p.Elements)),
+		exactFold: map[string][]match{},
+		exact:     map[string][]match{},
+	}
+	for i := range p.Tools {
+		t := &p.Tools[i]
+		if t.Name == "" {
+			return nil, fmt.Errorf("tools[%d]: empty name", i)
+		}
+		r := &route{
+			name:       t.Name,
+			endpoint:   t.Endpoint,
+			base:       t.Level(),
+			elevatable: t.CanBeElevated,
+			rationale:  t.Rationale,
+			risk:       t.Risk,
+			shellArg:   t.ShellArg,
+			pathArg:    t.PathArg,
+		}
+		if t.Summary != "" {
+			tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Summary)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: summary: %w", t.Name, err)
+			}
+			r.summary = tmpl
+		}
+		if r.shellArg != "" {
+			// Until the command is classified, a shell tool is confirmed
+			// every time and no element can auto-approve it.
+			r.base = r.base.Stricter(portcullis.ConfirmSingleUse)
+			r.elevatable = false
+		}
+		r.trace = routeTrace(r)
+		for _, n := range append([]string{t.Name}, t.Aliases...) {
+			if _, dup := c.routes[n]; dup {
+				return nil, fmt.Errorf("tool %q: name or alias %q is defined twice", t.Name, n)
+			}
+			c.routes[n] = r
+		}
+	}
+	c.defaultActive = make([]bool, len(p.Elements))
+	c.elems = make([]element, len(p.Elements))
+	for i := range p.Elements {
+		e := &p.Elements[i]
+		if _, dup := c.elemIndex[e.Name]; dup {
+			return nil, fmt.Errorf("element %q is defined twice", e.Name)
+		}
+		c.elemIndex[e.Name] = i
+		c.defaultActive[i] = e.Active
+		c.elems[i] = element{
+			name:     e.Name,
+			typ:      e.Type,
+			allowed:  e.Gatekeeper.Scope.AllowedTypes,
+			blocked:  e.Gatekeeper.Scope.BlockedTypes,
+			autonomy: e.Autonomy,
+		}
+		lists := [...][]string{listDeny: e.Gatekeeper.Deny, listConfirm: e.Gatekeeper.Confirm, listAllow: e.Gatekeeper.Allow}
+		for k, list := range lists {
+			kind := listKind(k)
+			for _, pat := range list {
+				if pat == "" {
+					return nil, fmt.Errorf("element %q: empty pattern in %s", e.Name, kind)
+				}
+				if kind == listDeny && matchesFold(pat, portcullis.ConfirmOperation) {
+					c.elems[i].sandboxes = true
+				}
+				// Ungatable operations are never matched by any list;
+				// confirm_operation is never allowed. The policy linter
+				// removes them; this is the engine's own guarantee.
+				m := match{elem: int32(i), list: kind, pattern: pat}
+				fold := kind != listAllow
+				key := pat
+				if fold {
+					key = strings.ToLower(pat)
+				}
+				switch {
+				case isGlob(pat) && fold:
+					c.globsFold = append(c.globsFold, globRef{compileGlob(key), m})
+				case isGlob(pat):
+					c.globs = append(c.globs, globRef{compileGlob(key), m})
+				case fold:
+					c.exactFold[key] = append(c.exactFold[key], m)
+				default:
+					c.exact[key] = append(c.exact[key], m)
+				}
+			}
+		}
+	}
+	if p.PolicyDocument != "" {
+		c.policyDocBase = strings.ToLower(filepath.Base(p.PolicyDocument))
+	}
+	for _, path := range append(protected, p.Source) {
+		if path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("protected path %q: %w", path, err)
+		}
+		c.protected = append(c.protected, abs)
+	}
+	return c, nil
+}
+
+func matchesFold(pattern, name string) bool {
+	pattern = strings.ToLower(pattern)
+	if !isGlob(pattern) {
+		return pattern == name
+	}
+	g := compileGlob(pattern)
+	return g.match(name)
+}
+
+func routeTrace(r *route) string {
+	var b strings.Builder
+	b.WriteString(r.name)
+	b.WriteString(": ")
+	b.WriteString(string(r.endpoint))
+	b.WriteString(", base level ")
+	b.WriteString(r.base.String())
+	if !r.elevatable {
+		b.WriteString(", not elevatable")
+	}
+	if r.risk != "" {
+		b.WriteString(", risk ")
+		b.WriteString(string(r.risk))
+	}
+	if r.shellArg != "" {
+		b.WriteString(", shell command in argument ")
+		b.WriteString(r.shellArg)
+	}
+	b.WriteString(" (policy tools entry)")
+	return b.String()
+}
+
+// matches returns every (element, list) whose patterns match the canonical
+// tool name, the first matching pattern of each, in policy file order then
+// deny, confirm, allow. Ungatable operations match nothing, and
+// confirm_operation never matches an allow list.
+func (c *compiled) matches(name string) []match {
+	if v, ok := c.memo.Load(name); ok {
+		return v.([]match)
+	}
+	ms := c.computeMatches(name)
+	if c.memoN.Load() < memoLimit {
+		if _, loaded := c.memo.LoadOrStore(name, ms); !loaded {
+			c.memoN.Add(1)
+		}
+	}
+	return ms
+}
+
+func (c *compiled) computeMatches(name string) []match {
+	if portcullis.IsUngatable(name) {
+		return nil
+	}
+	lname := strings.ToLower(name)
+	var ms []match
+	ms = append(ms, c.exactFold[lname]...)
+	ms = append(ms, c.exact[name]...)
+	for i := range c.globsFold {
+		if c.globsFold[i].g.match(lname) {
+			ms = append(ms, c.globsFold[i].m)
+		}
+	}
+	for i := range c.globs {
+		if c.globs[i].g.match(name) {
+			ms = append(ms, c.globs[i].m)
+		}
+	}
+	if name == portcullis.ConfirmOperation {
+		ms = slices.DeleteFunc(ms, func(m match) bool { return m.list == listAllow })
+	}
+	// Stable sort keeps, within one (element, list), the pattern that comes
+	// first among exact names then globs; then keep one per (element, list).
+	slices.SortStableFunc(ms, func(a, b match) int {
+		if a.elem != b.elem {
+			return cmp.Compare(a.elem, b.elem)
+		}
+		return cmp.Compare(a.list, b.list)
+	})
+	ms = slices.CompactFunc(ms, func(a, b match) bool { return a.elem == b.elem && a.list == b.list })
+	return slices.Clip(ms)
+}

@@ -1,0 +1,316 @@
+// Package gate is Portcullis's decision engine: Gate.Decide runs a call
+// through the pipeline of DESIGN.md (mode, route, elements, confirmation)
+// and returns one of four permission levels and an outcome, with a trace of
+// every stage.
+//
+// A Gate decides from its inputs and injected dependencies only (policy,
+// store, clock, randomness): no globals, no goroutines inside a decision.
+// It must never let a call through on an error: a failed store, an invalid
+// request or a panic in a stage yields a DENY with FailClosed set.
+//
+// Stages added by later work (danger zone, autonomy, validator, retry guard,
+// audit) plug into decide in the order DESIGN.md gives, each able only to end
+// the decision or make it stricter.
+package gate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/portcullis/portcullis"
+)
+
+// Gate decides calls under a policy. It is safe for concurrent use; the
+// policy can be swapped atomically with SetPolicy.
+type Gate struct {
+	pol         atomic.Pointer[compiled]
+	store       portcullis.Store
+	clock       portcullis.Clock
+	rand        io.Reader
+	protected   []string
+	approvalTTL time.Duration
+
+	idPrefix string
+	seq      atomic.Uint64
+}
+
+var _ portcullis.Decider = (*Gate)(nil)
+
+// Option configures a Gate.
+type Option func(*Gate)
+
+// WithStore gives the gate a store for grants and approval requests.
+// Without one the gate is stateless: only grants carried in the request
+// count, and a call that needs a person gets outcome confirm with no
+// approval request behind it.
+func WithStore(s portcullis.Store) Option { return func(g *Gate) { g.store = s } }
+
+// WithClock sets the clock used for grant and approval expiry.
+func WithClock(c portcullis.Clock) Option { return func(g *Gate) { g.clock = c } }
+
+// WithRandom sets the source of randomness for identifiers (crypto/rand by
+// default). Tests pass a deterministic reader.
+func WithRandom(r io.Reader) Option { return func(g *Gate) { g.rand = r } }
+
+// WithProtectedPaths names Portcullis's own files and directories (state
+// directory, binary). A non-read tool whose path argument points at one of
+// them, or at the policy file itself, is denied: an agent must not approve
+// itself.
+func WithProtectedPaths(paths ...string) Option {
+	return func(g *Gate) { g.protected = append(g.protected, paths...) }
+}
+
+// WithApprovalTTL sets how long an approval request stays answerable
+// (default 15 minutes).
+func WithApprovalTTL(d time.Duration) Option { return func(g *Gate) { g.approvalTTL = d } }
+
+// New returns a gate for the policy. The policy should come from package
+// policy (Load, Parse or Validate), which rejects what the engine cannot
+// decide on; New returns an error for what it cannot compile.
+func New(p *portcullis.Policy, opts ...Option) (*Gate, error) {
+	g := &Gate{clock: portcullis.SystemClock{}, rand: rand.Reader, approvalTTL: 15 * time.Minute}
+	for _, o := range opts {
+		o(g)
+	}
+	var b [8]byte
+	if _, err := io.ReadFull(g.rand, b[:]); err != nil {
+		return nil, fmt.Errorf("gate: read random: %w", err)
+	}
+	g.idPrefix = "d" + hex.EncodeToString(b[:]) + "-"
+	if err := g.SetPolicy(p); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// SetPolicy compiles p and swaps it in for every later decision. On error
+// the policy in force is kept.
+func (g *Gate) SetPolicy(p *portcullis.Policy) error {
+	if p == nil {
+		return errors.New("gate: nil policy")
+	}
+	c, err := compile(p, g.protected)
+	if err != nil {
+		return fmt.Errorf("gate: compile policy: %w", err)
+	}
+	g.pol.Store(c)
+	return nil
+}
+
+// Policy returns the policy in force.
+func (g *Gate) Policy() *portcullis.Policy { return g.pol.Load().pol }
+
+// Decide runs the call through the pipeline. It consumes a single-use grant
+// that satisfies the call and records an approval request when a person must
+// confirm it.
+//
+// The Decision is always safe to act on. The error is non-nil (code
+// INVALID_REQUEST) only when the request is invalid, and the Decision is
+// then a fail-closed DENY.
+func (g *Gate) Decide(ctx context.Context, c portcullis.Call) (portcullis.Decision, error) {
+	return g.decide(ctx, &c, false)
+}
+
+// Explain decides like Decide but changes nothing: no grant is consumed and
+// no approval request is created. It is what `portcullis explain` shows.
+func (g *Gate) Explain(ctx context.Context, c portcullis.Call) (portcullis.Decision, error) {
+	return g.decide(ctx, &c, true)
+}
+
+func (g *Gate) newID() string {
+	var buf [48]byte
+	b := append(buf[:0], g.idPrefix...)
+	b = strconv.AppendUint(b, g.seq.Add(1), 36)
+	return string(b)
+}
+
+func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d portcullis.Decision, err error) {
+	e := &eval{g: g, c: c, pol: g.pol.Load(), dry: dry}
+	e.d.DecisionID = g.newID()
+	e.d.Tool = c.Tool
+	defer func() {
+		if r := recover(); r != nil {
+			e.failClosed("panic", fmt.Errorf("panic: %v", r))
+			d, err = e.d, nil
+		}
+	}()
+	if err := c.Validate(); err != nil {
+		e.failClosed("request", err)
+		return e.d, err
+	}
+	if err := ctx.Err(); err != nil {
+		e.failClosed("request", err)
+		return e.d, nil
+	}
+	e.d.Trace = make([]portcullis.TraceEntry, 0, 6)
+
+	switch e.pol.pol.Mode {
+	case portcullis.ModeOff:
+		e.trace("mode", "off: the call is let through unevaluated")
+		e.finish(portcullis.OutcomeAllow, portcullis.AutoApprove, portcullis.SourceMode, "", "policy mode is off: calls are not evaluated")
+		return e.d, nil
+	case portcullis.ModeShadow:
+		e.trace("mode", "shadow: evaluated and recorded, but the call is let through")
+		e.dry = true
+		if err := e.pipeline(ctx); err != nil {
+			return e.d, err
+		}
+		e.shadow()
+		return e.d, nil
+	default:
+		e.trace("mode", "enforce")
+	}
+	if err := e.pipeline(ctx); err != nil {
+		return e.d, err
+	}
+	return e.d, nil
+}
+
+// pipeline runs the stages after mode. Each stage returns true when it ended
+// the decision.
+func (e *eval) pipeline(ctx context.Context) error {
+	// Stage: danger zone (persisted blocks) runs here once blocks exist.
+	if e.route() {
+		return nil
+	}
+	done, err := e.elements()
+	if err != nil {
+		return err
+	}
+	if done {
+		return nil
+	}
+	// Stages: autonomy and validator run here; both may only make the
+	// decision stricter.
+	switch {
+	case e.level == portcullis.Deny:
+		e.finishDeny(portcullis.CodeNone, e.denyReason())
+	case e.level.IsConfirm():
+		e.confirmation(ctx)
+	default:
+		e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, e.allowReason())
+	}
+	// Stages: retry guard and audit run here.
+	return nil
+}
+
+// eval is the state of one decision.
+type eval struct {
+	g   *Gate
+	c   *portcullis.Call
+	pol *compiled
+	dry bool
+	d   portcullis.Decision
+
+	r             *route // nil: unclassified
+	canonical     string
+	level         portcullis.Level
+	elevatable    bool
+	risk          portcullis.Risk
+	active        []bool
+	source        portcullis.Source
+	sourceElement string
+	matchedPolicy string
+	conflicts     []portcullis.Conflict
+}
+
+func (e *eval) trace(stage, result string) {
+	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: result, Level: e.level})
+}
+
+// finish sets the decision's outcome and marks the last trace entry as the
+// one that decided.
+func (e *eval) finish(o portcullis.Outcome, l portcullis.Level, s portcullis.Source, elem, reason string) {
+	e.d.Outcome = o
+	e.d.PermissionLevel = l
+	e.d.Source = s
+	e.d.SourceElement = elem
+	e.d.Reason = reason
+	e.d.MatchedPolicy = e.matchedPolicy
+	e.d.ConflictingElements = e.conflicts
+	e.d.Tool = e.canonical
+	e.d.Endpoint = e.endpoint()
+	e.d.Risk = e.risk
+	if n := len(e.d.Trace); n > 0 {
+		e.d.Trace[n-1].Decided = true
+		e.d.Trace[n-1].Level = l
+	}
+}
+
+func (e *eval) finishDeny(code portcullis.Code, reason string) {
+	e.level = portcullis.Deny
+	e.d.Code = code
+	e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, e.sourceElement, reason)
+}
+
+func (e *eval) endpoint() portcullis.Endpoint {
+	if e.r == nil {
+		return ""
+	}
+	return e.r.endpoint
+}
+
+// failClosed ends the decision with a DENY that says the gate could not
+// decide.
+func (e *eval) failClosed(stage string, err error) {
+	if e.canonical == "" {
+		e.canonical = e.c.Tool
+	}
+	e.level = portcullis.Deny
+	e.d.Code = portcullis.CodeFailClosed
+	e.d.FailClosed = true
+	if portcullis.ErrorCode(err) == portcullis.CodeInvalidRequest {
+		e.d.Code = portcullis.CodeInvalidRequest
+	}
+	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: "failed closed: " + err.Error(), Level: portcullis.Deny})
+	e.d.WhatWouldAuthorize = ""
+	e.d.ChallengeID = ""
+	src := e.source
+	if src == "" {
+		src = portcullis.SourceOperationDefault
+	}
+	e.finish(portcullis.OutcomeDeny, portcullis.Deny, src, e.sourceElement, "the gate could not decide this call ("+stage+" failed), so it is denied: "+err.Error())
+}
+
+// shadow turns the evaluated decision into a pass-through that records what
+// enforce mode would have done.
+func (e *eval) shadow() {
+	d := &e.d
+	d.Shadow = &portcullis.ShadowResult{
+		Outcome:         d.Outcome,
+		PermissionLevel: d.PermissionLevel,
+		Code:            d.Code,
+		Source:          d.Source,
+		SourceElement:   d.SourceElement,
+		Reason:          d.Reason,
+	}
+	d.Reason = "shadow mode: let through; enforce mode would " + outcomeVerb(d.Outcome) + ": " + d.Reason
+	d.Outcome = portcullis.OutcomeAllow
+	d.PermissionLevel = portcullis.AutoApprove
+	d.Code = portcullis.CodeNone
+	d.Source = portcullis.SourceMode
+	d.SourceElement = ""
+	d.MatchedPolicy = ""
+	d.ChallengeID = ""
+	d.WhatWouldAuthorize = ""
+	d.FailClosed = false
+}
+
+func outcomeVerb(o portcullis.Outcome) string {
+	switch o {
+	case portcullis.OutcomeAllow:
+		return "allow it"
+	case portcullis.OutcomeConfirm:
+		return "ask a person"
+	case portcullis.OutcomeStop:
+		return "stop the agent"
+	}
+	return "deny it"
+}

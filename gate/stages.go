@@ -1,0 +1,428 @@
+package gate
+
+import (
+	"context"
+	"encoding/base32"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/portcullis/portcullis"
+)
+
+// route classifies the call: canonical name, endpoint, base level,
+// elevation, risk. It returns true when it ended the decision.
+func (e *eval) route() bool {
+	e.source = portcullis.SourceOperationDefault
+	r := e.pol.routes[e.c.Tool]
+	if r == nil {
+		e.canonical = e.c.Tool
+		e.elevatable = false
+		if e.pol.pol.UnknownTools == portcullis.UnknownDeny {
+			e.level = portcullis.Deny
+			e.trace("route", "unclassified: the policy has no tools entry for "+quote(e.c.Tool)+" and unknownTools is deny")
+			e.d.Code = portcullis.CodeUnknownOperation
+			e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+quote(e.c.Tool)+" is not classified by the policy, and unknown tools are denied")
+			e.d.WhatWouldAuthorize = "a tools entry for " + quote(e.c.Tool) + " in the policy"
+			return true
+		}
+		e.level = portcullis.ConfirmSingleUse
+		e.trace("route", "unclassified: no tools entry for "+quote(e.c.Tool)+"; secure fallback CONFIRM_SINGLE_USE, never auto-approved")
+		return false
+	}
+	e.r = r
+	e.canonical = r.name
+	e.level = r.base
+	e.elevatable = r.elevatable
+	e.risk = r.risk
+	result := r.trace
+	if e.c.Tool != r.name {
+		result = "alias " + quote(e.c.Tool) + " of " + result
+	}
+	if r.pathArg != "" && r.endpoint != portcullis.Read {
+		if path, ok := e.c.Args[r.pathArg].(string); ok && path != "" {
+			if e.pol.isProtected(path) {
+				e.level = portcullis.Deny
+				e.trace("route", result+"; path "+quote(path)+" is one of Portcullis's own files")
+				e.d.Code = portcullis.CodeBlockedCommand
+				e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+quote(r.name)+" would write "+quote(path)+", one of Portcullis's own files: an agent cannot change its own permissions")
+				e.d.WhatWouldAuthorize = "a person editing the file directly, outside the agent"
+				return true
+			}
+			if e.pol.isPolicyDocument(path) {
+				e.risk = portcullis.RiskPolicyWrite
+				e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
+				e.elevatable = false
+				result += "; path " + quote(path) + " is the policy document: risk policy-write, CONFIRM_SINGLE_USE, not elevatable"
+			}
+		}
+	}
+	e.trace("route", result)
+	return false
+}
+
+func (c *compiled) isPolicyDocument(path string) bool {
+	return c.policyDocBase != "" && strings.ToLower(filepath.Base(filepath.Clean(path))) == c.policyDocBase
+}
+
+func (c *compiled) isProtected(path string) bool {
+	if len(c.protected) == 0 {
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return true // cannot tell: treat as protected
+	}
+	for _, p := range c.protected {
+		if abs == p || strings.HasPrefix(abs, p+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// elements applies the active elements' gatekeeper lists: deny > scope >
+// confirm > allow > route default, whatever the order of the elements.
+func (e *eval) elements() (bool, error) {
+	if portcullis.IsUngatable(e.canonical) {
+		e.trace("elements", "ungatable recovery operation: element policies cannot gate it")
+		return false, nil
+	}
+	active, err := e.activeSet()
+	if err != nil {
+		e.failClosed("elements", err)
+		return true, err
+	}
+	e.active = active
+
+	deny, confirm, allow := -1, -1, -1
+	var denyPat, confirmPat, allowPat string
+	nAllow := 0
+	for _, m := range e.pol.matches(e.canonical) {
+		if !active[m.elem] {
+			continue
+		}
+		switch m.list {
+		case listDeny:
+			if deny < 0 {
+				deny, denyPat = int(m.elem), m.pattern
+			}
+		case listConfirm:
+			if confirm < 0 {
+				confirm, confirmPat = int(m.elem), m.pattern
+			}
+		case listAllow:
+			if allow < 0 {
+				allow, allowPat = int(m.elem), m.pattern
+			}
+			nAllow++
+		}
+	}
+	if (deny >= 0 || confirm >= 0) && allow >= 0 && e.elevatable {
+		e.conflicts = e.allowConflicts(nAllow)
+	}
+
+	switch {
+	case deny >= 0:
+		name := e.pol.elems[deny].name
+		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "deny"
+		e.level = portcullis.Deny
+		e.trace("elements", "deny list of "+quote(name)+" matches ("+quote(denyPat)+")")
+		e.finishDeny(portcullis.CodeElementPolicyViolation, "Operation "+quote(e.canonical)+" is blocked by active element "+quote(name)+"'s deny policy")
+		e.d.WhatWouldAuthorize = "deactivating element " + quote(name) + " (a person's change to the policy)"
+		return true, nil
+	}
+	if i := e.scopeBlock(); i >= 0 {
+		name := e.pol.elems[i].name
+		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "scope_restriction"
+		e.conflicts = nil
+		e.level = portcullis.Deny
+		e.trace("elements", "scope of "+quote(name)+" excludes element type "+quote(e.c.ElementType))
+		e.finishDeny(portcullis.CodeScopeRestriction, "Operation "+quote(e.canonical)+" is not allowed on element type "+quote(e.c.ElementType)+" due to scope restrictions in active element "+quote(name))
+		e.d.WhatWouldAuthorize = "acting on another element type, or deactivating element " + quote(name)
+		return true, nil
+	}
+	switch {
+	case confirm >= 0:
+		name := e.pol.elems[confirm].name
+		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "confirm"
+		e.level = e.level.Stricter(portcullis.ConfirmSession)
+		e.trace("elements", "confirm list of "+quote(name)+" matches ("+quote(confirmPat)+")")
+	case allow >= 0 && e.elevatable:
+		name := e.pol.elems[allow].name
+		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "allow"
+		e.level = portcullis.AutoApprove
+		e.trace("elements", "allow list of "+quote(name)+" matches ("+quote(allowPat)+"): auto-approved")
+	case allow >= 0:
+		e.trace("elements", "allow list of "+quote(e.pol.elems[allow].name)+" matches, but the operation cannot be elevated: the route level stands")
+	default:
+		e.trace("elements", "no active element's lists match")
+	}
+	return false, nil
+}
+
+// allowConflicts lists every active element whose allow list matched, in
+// policy order: each wanted AUTO_APPROVE and was overridden.
+func (e *eval) allowConflicts(n int) []portcullis.Conflict {
+	out := make([]portcullis.Conflict, 0, n)
+	for _, m := range e.pol.matches(e.canonical) {
+		if m.list == listAllow && e.active[m.elem] {
+			out = append(out, portcullis.Conflict{Name: e.pol.elems[m.elem].name, WantedLevel: portcullis.AutoApprove})
+		}
+	}
+	return out
+}
+
+// activeSet returns which elements are active for this call: the request's
+// activeElements when present, else the policy's.
+func (e *eval) activeSet() ([]bool, error) {
+	if e.c.ActiveElements == nil {
+		return e.pol.defaultActive, nil
+	}
+	active := make([]bool, len(e.pol.elems))
+	for _, name := range e.c.ActiveElements {
+		i, ok := e.pol.elemIndex[name]
+		if !ok {
+			return nil, portcullis.Errorf(portcullis.CodeInvalidRequest, "activeElements: no element named %q in the policy", name)
+		}
+		active[i] = true
+	}
+	return active, nil
+}
+
+// scopeBlock returns the first active element whose scope excludes the
+// call's element type, or -1. An empty allowedTypes means no restriction;
+// blockedTypes compare case-insensitively.
+func (e *eval) scopeBlock() int {
+	t := e.c.ElementType
+	if t == "" {
+		return -1
+	}
+	for i := range e.pol.elems {
+		if !e.active[i] {
+			continue
+		}
+		el := &e.pol.elems[i]
+		if len(el.allowed) > 0 && !containsExact(el.allowed, t) {
+			return i
+		}
+		for _, b := range el.blocked {
+			if strings.EqualFold(b, t) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func containsExact(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// confirmation handles a CONFIRM_* level: the nuclear sandbox, then grants,
+// then an approval request.
+func (e *eval) confirmation(ctx context.Context) {
+	if !portcullis.IsUngatable(e.canonical) {
+		for i := range e.pol.elems {
+			if e.active[i] && e.pol.elems[i].sandboxes {
+				name := e.pol.elems[i].name
+				e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "deny"
+				e.trace("confirmation", "nuclear sandbox: "+quote(name)+" denies confirm_operation, so nothing can be confirmed")
+				e.finishDeny(portcullis.CodeSandboxed, "Operation "+quote(e.canonical)+" needs confirmation, but active element "+quote(name)+" denies confirm_operation: the session is read-only")
+				e.d.WhatWouldAuthorize = "a person deactivating element " + quote(name) + "; the recovery operations stay available"
+				return
+			}
+		}
+	}
+	if g, ok := e.requestGrant(); ok {
+		e.grantAllows("grant in the request", g)
+		return
+	}
+	if st := e.g.store; st != nil {
+		digest, err := portcullis.ArgsDigest(e.c.Args)
+		if err != nil {
+			e.failClosed("confirmation", err)
+			return
+		}
+		q := portcullis.GrantQuery{
+			Session:     e.c.Session,
+			Tool:        e.canonical,
+			ElementType: e.c.ElementType,
+			ArgsDigest:  digest,
+			Level:       e.level,
+			Consume:     !e.dry,
+			Now:         e.g.clock.Now(),
+		}
+		g, ok, err := st.UseGrant(ctx, q)
+		if err != nil {
+			e.failClosed("confirmation", fmt.Errorf("check grants: %w", err))
+			return
+		}
+		if ok {
+			e.grantAllows("stored grant "+g.ID, g)
+			return
+		}
+		if !e.dry {
+			id, err := e.g.approvalID()
+			if err != nil {
+				e.failClosed("confirmation", err)
+				return
+			}
+			now := e.g.clock.Now()
+			a := portcullis.Approval{
+				ID:         id,
+				DecisionID: e.d.DecisionID,
+				Status:     portcullis.ApprovalPending,
+				Call:       *e.c,
+				Tool:       e.canonical,
+				ArgsDigest: digest,
+				Level:      e.level,
+				Reason:     e.summary(),
+				CreatedAt:  now,
+				ExpiresAt:  now.Add(e.g.approvalTTL),
+			}
+			if err := st.CreateApproval(ctx, a); err != nil {
+				e.failClosed("confirmation", fmt.Errorf("create approval request: %w", err))
+				return
+			}
+			e.d.ChallengeID = id
+		}
+	}
+	what := "a person's confirmation of this exact call"
+	if e.level == portcullis.ConfirmSession {
+		what = "a person's confirmation of " + quote(e.canonical) + " for this session"
+	}
+	result := "no grant: a person must confirm"
+	if e.d.ChallengeID != "" {
+		result += "; approval request " + e.d.ChallengeID
+	} else if e.g.store == nil {
+		result += "; this gate has no store, so no approval request was recorded"
+	}
+	e.trace("confirmation", result)
+	e.d.Code = portcullis.CodeConfirmationRequired
+	e.finish(portcullis.OutcomeConfirm, e.level, e.source, e.sourceElement, e.confirmReason())
+	e.d.WhatWouldAuthorize = what
+}
+
+// requestGrant finds a grant carried in the request that satisfies the
+// call. Request grants are never consumed.
+func (e *eval) requestGrant() (portcullis.Grant, bool) {
+	if len(e.c.Grants) == 0 {
+		return portcullis.Grant{}, false
+	}
+	var digest string
+	q := portcullis.GrantQuery{Session: e.c.Session, Tool: e.canonical, ElementType: e.c.ElementType, Level: e.level}
+	for _, g := range e.c.Grants {
+		if r := e.pol.routes[g.Tool]; r != nil {
+			g.Tool = r.name
+		}
+		g.Session = e.c.Session
+		g.ExpiresAt = g.ExpiresAt.UTC()
+		if !g.ExpiresAt.IsZero() {
+			q.Now = e.g.clock.Now()
+		}
+		if g.Kind == portcullis.GrantSingle {
+			if digest == "" {
+				var err error
+				if digest, err = portcullis.ArgsDigest(e.c.Args); err != nil {
+					return portcullis.Grant{}, false
+				}
+				q.ArgsDigest = digest
+			}
+			d, err := portcullis.ArgsDigest(g.Args)
+			if err != nil {
+				continue
+			}
+			g.ArgsDigest = d
+		}
+		if q.Covers(&g) {
+			return g, true
+		}
+	}
+	return portcullis.Grant{}, false
+}
+
+func (e *eval) grantAllows(what string, g portcullis.Grant) {
+	e.trace("confirmation", "satisfied by "+string(g.Kind)+" "+what)
+	e.source = portcullis.SourceSessionGrant
+	e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, "Operation "+quote(e.canonical)+" was confirmed by a person ("+string(g.Kind)+" grant)")
+}
+
+func (e *eval) confirmReason() string {
+	label := "requires confirmation each time"
+	if e.level == portcullis.ConfirmSession {
+		label = "requires confirmation once per session"
+	}
+	var why string
+	switch {
+	case e.matchedPolicy == "confirm":
+		why = "Active element " + quote(e.sourceElement) + " policy requires confirmation for this operation."
+	case e.r == nil:
+		why = "It is not classified by the policy, and unknown operations are never auto-approved."
+	case e.risk == portcullis.RiskPolicyWrite:
+		why = "It writes the policy document, which only a person may change."
+	case e.r.rationale != "":
+		why = e.r.rationale
+	default:
+		why = "This operation modifies data and requires human approval before proceeding."
+	}
+	s := "Operation " + quote(e.canonical) + " " + label + ". " + why
+	if len(e.conflicts) > 0 {
+		names := make([]string, len(e.conflicts))
+		for i, c := range e.conflicts {
+			names[i] = quote(c.Name)
+		}
+		verb := "is"
+		if len(names) > 1 {
+			verb = "are"
+		}
+		s += " (Note: " + strings.Join(names, ", ") + " would auto-approve this but " + verb + " overridden by the confirm policy.)"
+	}
+	return s
+}
+
+func (e *eval) allowReason() string {
+	if e.sourceElement != "" {
+		return "Operation " + quote(e.canonical) + " auto-approved by element " + quote(e.sourceElement)
+	}
+	return "Operation " + quote(e.canonical) + " auto-approved by default policy"
+}
+
+func (e *eval) denyReason() string {
+	if e.r != nil && e.r.rationale != "" {
+		return "Operation " + quote(e.canonical) + " is denied by the policy: " + e.r.rationale
+	}
+	return "Operation " + quote(e.canonical) + " is denied by the policy"
+}
+
+// summary renders the tool's summary template over the arguments, for
+// people reading an approval request; the tool name when there is none.
+func (e *eval) summary() string {
+	if e.r == nil || e.r.summary == nil {
+		return e.canonical
+	}
+	var b strings.Builder
+	if err := e.r.summary.Execute(&b, e.c.Args); err != nil {
+		return e.canonical
+	}
+	return e.canonical + ": " + b.String()
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+func (g *Gate) approvalID() (string, error) {
+	var b [15]byte
+	if _, err := io.ReadFull(g.rand, b[:]); err != nil {
+		return "", fmt.Errorf("approval id: %w", err)
+	}
+	return "apr_" + strings.ToLower(idEncoding.EncodeToString(b[:])), nil
+}
+
+func quote(s string) string { return strconv.Quote(s) }
