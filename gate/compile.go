@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,9 @@ type match struct {
 	elem    int32
 	list    listKind
 	pattern string
+	// trace is the elements stage's result when this match decides,
+	// computed once: `deny list of "Security Persona" matches ("delete_*")`.
+	trace string
 }
 
 type globRef struct {
@@ -62,11 +66,14 @@ type route struct {
 	summary    *template.Template
 	// trace is the route stage's result text, computed once.
 	trace string
+	// quoted is the name, quoted, for reasons.
+	quoted string
 }
 
 // element is a compiled element.
 type element struct {
 	name      string
+	quoted    string
 	typ       portcullis.ElementType
 	allowed   []string // scope.allowedTypes
 	blocked   []string // scope.blockedTypes
@@ -135,6 +142,7 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 			r.elevatable = false
 		}
 		r.trace = routeTrace(r)
+		r.quoted = strconv.Quote(r.name)
 		for _, n := range append([]string{t.Name}, t.Aliases...) {
 			if _, dup := c.routes[n]; dup {
 				return nil, fmt.Errorf("tool %q: name or alias %q is defined twice", t.Name, n)
@@ -153,6 +161,7 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 		c.defaultActive[i] = e.Active
 		c.elems[i] = element{
 			name:     e.Name,
+			quoted:   strconv.Quote(e.Name),
 			typ:      e.Type,
 			allowed:  e.Gatekeeper.Scope.AllowedTypes,
 			blocked:  e.Gatekeeper.Scope.BlockedTypes,
@@ -171,7 +180,8 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 				// Ungatable operations are never matched by any list;
 				// confirm_operation is never allowed. The policy linter
 				// removes them; this is the engine's own guarantee.
-				m := match{elem: int32(i), list: kind, pattern: pat}
+				m := match{elem: int32(i), list: kind, pattern: pat,
+					trace: kind.String() + " list of " + strconv.Quote(e.Name) + " matches (" + strconv.Quote(pat) + ")"}
 				fold := kind != listAllow
 				key := pat
 				if fold {
@@ -285,4 +295,13 @@ func (c *compiled) computeMatches(name string) []match {
 	})
 	ms = slices.CompactFunc(ms, func(a, b match) bool { return a.elem == b.elem && a.list == b.list })
 	return slices.Clip(ms)
+}
+
+// quotedElem returns an element's name quoted, without allocating for the
+// policy's own elements.
+func (c *compiled) quotedElem(name string) string {
+	if i, ok := c.elemIndex[name]; ok {
+		return c.elems[i].quoted
+	}
+	return strconv.Quote(name)
 }

@@ -219,6 +219,7 @@ type eval struct {
 	sourceElement string
 	matchedPolicy string
 	conflicts     []portcullis.Conflict
+	allowElem     int // the element whose allow auto-approved the call
 }
 
 func (e *eval) trace(stage, result string) {

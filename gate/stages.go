@@ -98,7 +98,7 @@ func (e *eval) elements() (bool, error) {
 	e.active = active
 
 	deny, confirm, allow := -1, -1, -1
-	var denyPat, confirmPat, allowPat string
+	var denyM, confirmM, allowM match
 	nAllow := 0
 	for _, m := range e.pol.matches(e.canonical) {
 		if !active[m.elem] {
@@ -107,15 +107,15 @@ func (e *eval) elements() (bool, error) {
 		switch m.list {
 		case listDeny:
 			if deny < 0 {
-				deny, denyPat = int(m.elem), m.pattern
+				deny, denyM = int(m.elem), m
 			}
 		case listConfirm:
 			if confirm < 0 {
-				confirm, confirmPat = int(m.elem), m.pattern
+				confirm, confirmM = int(m.elem), m
 			}
 		case listAllow:
 			if allow < 0 {
-				allow, allowPat = int(m.elem), m.pattern
+				allow, allowM = int(m.elem), m
 			}
 			nAllow++
 		}
@@ -129,9 +129,9 @@ func (e *eval) elements() (bool, error) {
 		name := e.pol.elems[deny].name
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "deny"
 		e.level = portcullis.Deny
-		e.trace("elements", "deny list of "+quote(name)+" matches ("+quote(denyPat)+")")
-		e.finishDeny(portcullis.CodeElementPolicyViolation, "Operation "+quote(e.canonical)+" is blocked by active element "+quote(name)+"'s deny policy")
-		e.d.WhatWouldAuthorize = "deactivating element " + quote(name) + " (a person's change to the policy)"
+		e.trace("elements", denyM.trace)
+		e.finishDeny(portcullis.CodeElementPolicyViolation, "Operation "+e.quotedTool()+" is blocked by active element "+e.pol.quotedElem(name)+"'s deny policy")
+		e.d.WhatWouldAuthorize = "deactivating element " + e.pol.quotedElem(name) + " (a person's change to the policy)"
 		return true, nil
 	}
 	if i := e.scopeBlock(); i >= 0 {
@@ -139,9 +139,9 @@ func (e *eval) elements() (bool, error) {
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "scope_restriction"
 		e.conflicts = nil
 		e.level = portcullis.Deny
-		e.trace("elements", "scope of "+quote(name)+" excludes element type "+quote(e.c.ElementType))
-		e.finishDeny(portcullis.CodeScopeRestriction, "Operation "+quote(e.canonical)+" is not allowed on element type "+quote(e.c.ElementType)+" due to scope restrictions in active element "+quote(name))
-		e.d.WhatWouldAuthorize = "acting on another element type, or deactivating element " + quote(name)
+		e.trace("elements", "scope of "+e.pol.quotedElem(name)+" excludes element type "+quote(e.c.ElementType))
+		e.finishDeny(portcullis.CodeScopeRestriction, "Operation "+e.quotedTool()+" is not allowed on element type "+quote(e.c.ElementType)+" due to scope restrictions in active element "+e.pol.quotedElem(name))
+		e.d.WhatWouldAuthorize = "acting on another element type, or deactivating element " + e.pol.quotedElem(name)
 		return true, nil
 	}
 	switch {
@@ -149,14 +149,15 @@ func (e *eval) elements() (bool, error) {
 		name := e.pol.elems[confirm].name
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "confirm"
 		e.level = e.level.Stricter(portcullis.ConfirmSession)
-		e.trace("elements", "confirm list of "+quote(name)+" matches ("+quote(confirmPat)+")")
+		e.trace("elements", confirmM.trace)
 	case allow >= 0 && e.elevatable:
 		name := e.pol.elems[allow].name
+		e.allowElem = allow
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "allow"
 		e.level = portcullis.AutoApprove
-		e.trace("elements", "allow list of "+quote(name)+" matches ("+quote(allowPat)+"): auto-approved")
+		e.trace("elements", allowM.trace)
 	case allow >= 0:
-		e.trace("elements", "allow list of "+quote(e.pol.elems[allow].name)+" matches, but the operation cannot be elevated: the route level stands")
+		e.trace("elements", allowM.trace+", but the operation cannot be elevated: the route level stands")
 	default:
 		e.trace("elements", "no active element's lists match")
 	}
@@ -234,9 +235,9 @@ func (e *eval) confirmation(ctx context.Context) {
 			if e.active[i] && e.pol.elems[i].sandboxes {
 				name := e.pol.elems[i].name
 				e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "deny"
-				e.trace("confirmation", "nuclear sandbox: "+quote(name)+" denies confirm_operation, so nothing can be confirmed")
-				e.finishDeny(portcullis.CodeSandboxed, "Operation "+quote(e.canonical)+" needs confirmation, but active element "+quote(name)+" denies confirm_operation: the session is read-only")
-				e.d.WhatWouldAuthorize = "a person deactivating element " + quote(name) + "; the recovery operations stay available"
+				e.trace("confirmation", "nuclear sandbox: "+e.pol.quotedElem(name)+" denies confirm_operation, so nothing can be confirmed")
+				e.finishDeny(portcullis.CodeSandboxed, "Operation "+e.quotedTool()+" needs confirmation, but active element "+e.pol.quotedElem(name)+" denies confirm_operation: the session is read-only")
+				e.d.WhatWouldAuthorize = "a person deactivating element " + e.pol.quotedElem(name) + "; the recovery operations stay available"
 				return
 			}
 		}
@@ -297,7 +298,7 @@ func (e *eval) confirmation(ctx context.Context) {
 	}
 	what := "a person's confirmation of this exact call"
 	if e.level == portcullis.ConfirmSession {
-		what = "a person's confirmation of " + quote(e.canonical) + " for this session"
+		what = "a person's confirmation of " + e.quotedTool() + " for this session"
 	}
 	result := "no grant: a person must confirm"
 	if e.d.ChallengeID != "" {
@@ -352,7 +353,7 @@ func (e *eval) requestGrant() (portcullis.Grant, bool) {
 func (e *eval) grantAllows(what string, g portcullis.Grant) {
 	e.trace("confirmation", "satisfied by "+string(g.Kind)+" "+what)
 	e.source = portcullis.SourceSessionGrant
-	e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, "Operation "+quote(e.canonical)+" was confirmed by a person ("+string(g.Kind)+" grant)")
+	e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, "Operation "+e.quotedTool()+" was confirmed by a person ("+string(g.Kind)+" grant)")
 }
 
 func (e *eval) confirmReason() string {
@@ -373,7 +374,7 @@ func (e *eval) confirmReason() string {
 	default:
 		why = "This operation modifies data and requires human approval before proceeding."
 	}
-	s := "Operation " + quote(e.canonical) + " " + label + ". " + why
+	s := "Operation " + e.quotedTool() + " " + label + ". " + why
 	if len(e.conflicts) > 0 {
 		names := make([]string, len(e.conflicts))
 		for i, c := range e.conflicts {
@@ -389,17 +390,25 @@ func (e *eval) confirmReason() string {
 }
 
 func (e *eval) allowReason() string {
+	q := e.quotedTool()
 	if e.sourceElement != "" {
-		return "Operation " + quote(e.canonical) + " auto-approved by element " + quote(e.sourceElement)
+		return "Operation " + q + " auto-approved by element " + e.pol.elems[e.allowElem].quoted
 	}
-	return "Operation " + quote(e.canonical) + " auto-approved by default policy"
+	return "Operation " + q + " auto-approved by default policy"
+}
+
+func (e *eval) quotedTool() string {
+	if e.r != nil {
+		return e.r.quoted
+	}
+	return quote(e.canonical)
 }
 
 func (e *eval) denyReason() string {
 	if e.r != nil && e.r.rationale != "" {
-		return "Operation " + quote(e.canonical) + " is denied by the policy: " + e.r.rationale
+		return "Operation " + e.quotedTool() + " is denied by the policy: " + e.r.rationale
 	}
-	return "Operation " + quote(e.canonical) + " is denied by the policy"
+	return "Operation " + e.quotedTool() + " is denied by the policy"
 }
 
 // summary renders the tool's summary template over the arguments, for

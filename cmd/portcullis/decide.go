@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/policy"
+)
+
+// loadGate loads the policy file, prints its warnings, and builds a gate.
+func loadGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, error) {
+	pol, warnings, err := policy.Load(path)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: err.Error()}
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning: "+w.String())
+	}
+	g, err := gate.New(pol, opts...)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("%s: %v", path, err)}
+	}
+	return g, nil
+}
+
+// runDecide reads one JSON request per line and writes one JSON decision per
+// line. A malformed line stops the run with exit status 2 and a message
+// naming the line; nothing is written for it.
+func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("decide", stderr, "decide --policy FILE < requests.jsonl")
+	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("decide reads requests from stdin; unexpected argument %q", pos[0])
+	}
+	path, err := policyPath(*policyFlag)
+	if err != nil {
+		return err
+	}
+	g, err := loadGate(path, stderr)
+	if err != nil {
+		return err
+	}
+	return decideLines(ctx, g, stdin, stdout)
+}
+
+func decideLines(ctx context.Context, g *gate.Gate, stdin io.Reader, stdout io.Writer) error {
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	out := bufio.NewWriter(stdout)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	for lineNo := 1; ; lineNo++ {
+		line, err := readLine(in)
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			return out.Flush()
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			if ferr := out.Flush(); ferr != nil {
+				return ferr
+			}
+			return &exitError{code: 2, msg: fmt.Sprintf("line %d: %v", lineNo, err)}
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		call, derr := portcullis.DecodeCall(line)
+		if derr != nil {
+			if ferr := out.Flush(); ferr != nil {
+				return ferr
+			}
+			return &exitError{code: 2, msg: fmt.Sprintf("line %d: %v", lineNo, derr)}
+		}
+		d, derr := g.Decide(ctx, call)
+		if derr != nil {
+			if ferr := out.Flush(); ferr != nil {
+				return ferr
+			}
+			return &exitError{code: 2, msg: fmt.Sprintf("line %d: %v", lineNo, derr)}
+		}
+		if err := enc.Encode(d); err != nil {
+			return fmt.Errorf("write decision: %w", err)
+		}
+		// Flush when no more input is waiting, so an interactive caller
+		// gets each answer at once and a batch is written in large chunks.
+		if in.Buffered() == 0 {
+			if err := out.Flush(); err != nil {
+				return fmt.Errorf("write decision: %w", err)
+			}
+		}
+	}
+}
+
+// readLine returns the next line without its newline, refusing lines longer
+// than a request may be.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > portcullis.MaxRequestBytes+1 {
+			return nil, fmt.Errorf("line longer than the limit of %d bytes", portcullis.MaxRequestBytes)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r")), err
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/portcullis/portcullis"
+)
+
+// runExplain decides one request without side effects and prints the trace
+// as text a person reads: the verdict first, then every stage.
+func runExplain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("explain", stderr, "explain --policy FILE [--json] REQUEST   (REQUEST is a JSON object, or - to read it from stdin)")
+	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	asJSON := fs.Bool("json", false, "print the decision as JSON instead of text")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError(`explain takes one request, e.g. portcullis explain --policy policy.yaml '{"tool": "delete_element"}'`)
+	}
+	raw := []byte(pos[0])
+	if pos[0] == "-" {
+		if raw, err = io.ReadAll(io.LimitReader(stdin, portcullis.MaxRequestBytes+1)); err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+	}
+	call, err := portcullis.DecodeCall(raw)
+	if err != nil {
+		return usageError("request: %v", err)
+	}
+	path, err := policyPath(*policyFlag)
+	if err != nil {
+		return err
+	}
+	g, err := loadGate(path, stderr)
+	if err != nil {
+		return err
+	}
+	d, err := g.Explain(ctx, call)
+	if err != nil {
+		return usageError("request: %v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(d)
+	}
+	return writeExplanation(stdout, call, d)
+}
+
+func writeExplanation(w io.Writer, call portcullis.Call, d portcullis.Decision) error {
+	var b strings.Builder
+	name := d.Tool
+	if name != call.Tool {
+		name = call.Tool + " (" + d.Tool + ")"
+	}
+	fmt.Fprintf(&b, "%s → %s, %s\n", name, strings.ToUpper(string(d.Outcome)), d.PermissionLevel)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "  %s\t%s\n", k, v)
+		}
+	}
+	row("reason:", d.Reason)
+	row("code:", string(d.Code))
+	src := string(d.Source)
+	if d.SourceElement != "" {
+		src += " — element " + fmt.Sprintf("%q", d.SourceElement)
+		if d.MatchedPolicy != "" {
+			src += ", " + d.MatchedPolicy + " list"
+		}
+	}
+	row("source:", src)
+	if d.Endpoint != "" || d.Risk != "" {
+		row("class:", strings.TrimSpace(string(d.Endpoint)+" "+string(d.Risk)))
+	}
+	for _, c := range d.ConflictingElements {
+		row("overridden:", fmt.Sprintf("%q wanted %s", c.Name, c.WantedLevel))
+	}
+	row("to authorize:", d.WhatWouldAuthorize)
+	row("challenge:", d.ChallengeID)
+	if d.FailClosed {
+		row("fail-closed:", "yes: the gate could not decide, so it denied")
+	}
+	if s := d.Shadow; s != nil {
+		row("enforce would:", fmt.Sprintf("%s, %s %s — %s", s.Outcome, s.PermissionLevel, s.Code, s.Reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\nStages:\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for i, t := range d.Trace {
+		lvl := ""
+		if t.Level.Valid() {
+			lvl = t.Level.String()
+		}
+		mark := ""
+		if t.Decided {
+			mark = "← decided"
+		}
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\t%s\n", i+1, t.Stage, lvl, t.Result, mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

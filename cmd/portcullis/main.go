@@ -1,0 +1,140 @@
+// Command portcullis is the one binary of the Portcullis permission gateway.
+// It is the only package that wires the engine to its adapters: flags,
+// environment and files are read here and nowhere else.
+//
+// main calls run, which takes its arguments and streams explicitly, so tests
+// run the real command in process.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitError carries an exit status; its message, when non-empty, is printed.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageError is a command-line mistake: exit status 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode prints err (if it has a message) and returns the process status:
+// 0 for nil, the code of an exitError, 2 for anything else (bad input).
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "portcullis: "+ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "portcullis: "+err.Error())
+	return 2
+}
+
+const usage = `portcullis: a permission gateway for AI agents
+
+Usage:
+  portcullis decide  --policy FILE           decide JSON-line requests from stdin, one JSON decision per line on stdout
+  portcullis explain --policy FILE REQUEST   show which stage decided a request and why (REQUEST is JSON, or - for stdin)
+  portcullis policy lint [--strict] FILE     check a policy file and print its warnings
+  portcullis policy test [-v] FILE...        run policy unit-test files
+
+The policy file may also be named by $PORTCULLIS_POLICY.
+Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings), 2 bad input.
+See docs/POLICY.md for the policy file and docs/ARCHITECTURE.md for the pipeline.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "decide":
+		return runDecide(ctx, rest, stdin, stdout, stderr)
+	case "explain":
+		return runExplain(ctx, rest, stdin, stdout, stderr)
+	case "policy":
+		return runPolicy(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError("unknown command %q", cmd)
+}
+
+// newFlagSet returns a flag set that reports errors through run's error
+// rather than exiting.
+func newFlagSet(name string, stderr io.Writer, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: portcullis %s\n", help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags wherever they stand among the positional
+// arguments (`explain '{...}' --policy p.yaml` works as well as the other
+// order); everything after "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{code: 2}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// policyPath returns the --policy value or $PORTCULLIS_POLICY.
+func policyPath(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if env := strings.TrimSpace(os.Getenv("PORTCULLIS_POLICY")); env != "" {
+		return env, nil
+	}
+	return "", usageError("no policy file: pass --policy FILE or set PORTCULLIS_POLICY")
+}

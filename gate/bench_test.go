@@ -1,0 +1,129 @@
+package gate_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+)
+
+// benchPolicy builds a policy with the given number of tools and 20 active
+// elements of 50 patterns each (40 exact names and 10 globs per element,
+// spread over deny, confirm and allow).
+func benchPolicy(tools int) *portcullis.Policy {
+	p := &portcullis.Policy{Version: 1, Mode: portcullis.ModeEnforce, UnknownTools: portcullis.UnknownConfirm}
+	endpoints := portcullis.Endpoints
+	for i := range tools {
+		p.Tools = append(p.Tools, portcullis.ToolPolicy{
+			Name:          fmt.Sprintf("tool_%d", i),
+			Endpoint:      endpoints[i%len(endpoints)],
+			CanBeElevated: true,
+		})
+	}
+	p.Tools = append(p.Tools,
+		portcullis.ToolPolicy{Name: "list_elements", Endpoint: portcullis.Read, CanBeElevated: true},
+		portcullis.ToolPolicy{Name: "edit_element", Endpoint: portcullis.Update, CanBeElevated: true},
+		portcullis.ToolPolicy{Name: "delete_element", Endpoint: portcullis.Delete, CanBeElevated: false},
+	)
+	for e := range 20 {
+		var gk portcullis.GatekeeperPolicy
+		for k := range 40 {
+			name := fmt.Sprintf("op_%d_%d", e, k)
+			switch k % 3 {
+			case 0:
+				gk.Deny = append(gk.Deny, name)
+			case 1:
+				gk.Confirm = append(gk.Confirm, name)
+			default:
+				gk.Allow = append(gk.Allow, name)
+			}
+		}
+		for k := range 10 {
+			gk.Confirm = append(gk.Confirm, fmt.Sprintf("glob_%d_%d_*", e, k))
+		}
+		if e == 7 {
+			gk.Allow = append(gk.Allow, "edit_*")
+		}
+		p.Elements = append(p.Elements, portcullis.Element{
+			Name: fmt.Sprintf("element-%d", e), Type: portcullis.Skill, Active: true, Gatekeeper: gk,
+		})
+	}
+	return p
+}
+
+func benchDecide(b *testing.B, p *portcullis.Policy, call portcullis.Call, want portcullis.Outcome) {
+	g, err := gate.New(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err := g.Decide(ctx, call)
+	if err != nil || d.Outcome != want {
+		b.Fatalf("Decide(%s) = %s, %v; want %s", call.Tool, d.Outcome, err, want)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := g.Decide(ctx, call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecide is the deterministic path: 20 active elements of 50
+// patterns each; the call is auto-approved by one element's allow glob.
+func BenchmarkDecide(b *testing.B) {
+	benchDecide(b, benchPolicy(200), portcullis.Call{Tool: "edit_element", Session: "s1", Args: map[string]any{"name": "x"}}, portcullis.OutcomeAllow)
+}
+
+// BenchmarkDecideDeny is an element deny with the reason and trace it builds.
+func BenchmarkDecideDeny(b *testing.B) {
+	benchDecide(b, benchPolicy(200), portcullis.Call{Tool: "op_3_0"}, portcullis.OutcomeDeny)
+}
+
+// BenchmarkDecideConfirm is a call that needs a person, with no store.
+func BenchmarkDecideConfirm(b *testing.B) {
+	benchDecide(b, benchPolicy(200), portcullis.Call{Tool: "delete_element"}, portcullis.OutcomeConfirm)
+}
+
+// BenchmarkDecideTools shows the cost does not grow with the number of
+// tools in the policy.
+func BenchmarkDecideTools(b *testing.B) {
+	for _, n := range []int{10, 1000, 100000} {
+		p := benchPolicy(n)
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
+			benchDecide(b, p, portcullis.Call{Tool: "tool_5", Session: "s1"}, portcullis.OutcomeAllow)
+		})
+	}
+}
+
+// BenchmarkDecideUncached decides a different tool name every time, so the
+// per-name match cache never hits: every pattern is matched afresh.
+func BenchmarkDecideUncached(b *testing.B) {
+	g, err := gate.New(benchPolicy(200))
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, 1<<17) // more than the cache holds
+	for i := range names {
+		names[i] = fmt.Sprintf("unlisted_tool_%d", i)
+	}
+	ctx := context.Background()
+	// Fill the cache so the timed loop measures the uncached path.
+	for _, n := range names[:1<<16] {
+		if _, err := g.Decide(ctx, portcullis.Call{Tool: n}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rest := names[1<<16:]
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := g.Decide(ctx, portcullis.Call{Tool: rest[i%len(rest)]}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
