@@ -1,0 +1,108 @@
+package portcullis_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/portcullis/portcullis"
+
+// layers names which of the module's own packages each package may import.
+// The root is vocabulary and imports only the standard library; the core
+// imports the root; gate imports the root and the core; adapters import only
+// the root; only cmd/portcullis wires everything. storetest is the shared
+// conformance suite for stores and imports the root.
+var layers = map[string][]string{
+	"":          {},
+	"policy":    {""},
+	"autonomy":  {""},
+	"shell":     {""},
+	"gate":      {"", "policy", "autonomy", "shell"},
+	"storetest": {""},
+}
+
+// TestImportRules enforces the layering of DESIGN.md with `go list`, the way
+// tailscale's deptest does. Packages not named in layers are adapters.
+func TestImportRules(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("the go command is needed to list imports: %v", err)
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	std := stdPackages(t)
+	checked := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		pkg, imports := rel(fields[0]), fields[1:]
+		checked++
+		if strings.HasPrefix(pkg, "cmd/") {
+			continue
+		}
+		allowed, named := layers[pkg]
+		if !named {
+			allowed = []string{""} // an adapter
+		}
+		for _, imp := range imports {
+			switch {
+			case strings.HasPrefix(imp, module+"/") || imp == module:
+				if r := rel(imp); !contains(allowed, r) {
+					t.Errorf("package %q imports %q; it may import only %q of this module", show(pkg), show(r), showAll(allowed))
+				}
+			case pkg == "" && !std[imp]:
+				t.Errorf("the root package imports %q; it may import only the standard library", imp)
+			}
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("go list reported %d packages; want the whole module", checked)
+	}
+}
+
+func stdPackages(t *testing.T) map[string]bool {
+	out, err := exec.Command("go", "list", "std").Output()
+	if err != nil {
+		t.Fatalf("go list std: %v", err)
+	}
+	m := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		m[p] = true
+	}
+	return m
+}
+
+func rel(p string) string {
+	if p == module {
+		return ""
+	}
+	return strings.TrimPrefix(p, module+"/")
+}
+
+func show(p string) string {
+	if p == "" {
+		return "portcullis (root)"
+	}
+	return p
+}
+
+func showAll(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = show(p)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
