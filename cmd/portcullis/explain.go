@@ -95,18 +95,18 @@ func writeExplanation(w io.Writer, call portcullis.Call, d portcullis.Decision) 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("\nStages:\n")
+	b.WriteString("\nStages (▶ decided):\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for i, t := range d.Trace {
 		lvl := ""
 		if t.Level.Valid() {
 			lvl = t.Level.String()
 		}
-		mark := ""
+		mark := " "
 		if t.Decided {
-			mark = "← decided"
+			mark = "▶"
 		}
-		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\t%s\n", i+1, t.Stage, lvl, t.Result, mark)
+		fmt.Fprintf(tw, "%s %d.\t%s\t%s\t%s\n", mark, i+1, t.Stage, lvl, t.Result)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
