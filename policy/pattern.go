@@ -1,0 +1,49 @@
+package policy
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// IsGlob reports whether a pattern of an element list is a glob (holds * or
+// ?) rather than an exact operation name.
+func IsGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?") }
+
+// Match reports whether name matches pattern, the syntax of element lists
+// and autonomy lists: * matches any run of characters (also none), ? exactly
+// one character, and every other character only itself. There is no
+// escaping and there are no character classes. Matching is case-sensitive.
+func Match(pattern, name string) bool {
+	p, n := 0, 0
+	starP, starN := -1, 0 // where the last * was, and where its run ends
+	for n < len(name) {
+		if p < len(pattern) {
+			switch c := pattern[p]; {
+			case c == '*':
+				starP, starN = p, n
+				p++
+				continue
+			case c == '?':
+				_, size := utf8.DecodeRuneInString(name[n:])
+				p++
+				n += size
+				continue
+			case c == name[n]:
+				p++
+				n++
+				continue
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		// Let the last * take one more character and try again.
+		_, size := utf8.DecodeRuneInString(name[starN:])
+		starN += size
+		p, n = starP+1, starN
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
