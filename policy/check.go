@@ -114,6 +114,13 @@ func nameProblem(s string) string {
 	return ""
 }
 
+// recoveryOperation reports whether op is on the human recovery path (an
+// ungatable operation, or confirm_operation), which is auto-approved on
+// purpose so that people cannot be locked out.
+func recoveryOperation(op string) bool {
+	return portcullis.IsUngatable(op) || op == portcullis.ConfirmOperation
+}
+
 func toolAt(t *portcullis.ToolPolicy) at { return at{what: "tool", name: t.Name} }
 
 // tools checks `tools` and collects the names and aliases.
@@ -140,8 +147,8 @@ func (c *checker) tools() {
 			c.errorf(path{"tools", i, "endpoint"}, w.key("endpoint"), "missing (want READ, CREATE, UPDATE, DELETE or EXECUTE)")
 		} else if _, err := portcullis.ParseEndpoint(string(t.Endpoint)); err != nil {
 			c.errorf(path{"tools", i, "endpoint"}, w.key("endpoint"), "unknown endpoint %s (want READ, CREATE, UPDATE, DELETE or EXECUTE)", quote(string(t.Endpoint)))
-		} else if t.DefaultLevel.Valid() && t.DefaultLevel < t.Endpoint.DefaultLevel() {
-			c.warnf(path{"tools", i, "defaultLevel"}, w.key("defaultLevel"), "%s is less strict than the default of a %s operation (%s)", t.DefaultLevel, t.Endpoint, t.Endpoint.DefaultLevel())
+		} else if t.DefaultLevel.Valid() && t.DefaultLevel < t.Endpoint.DefaultLevel() && !recoveryOperation(t.Name) {
+			c.warnf(path{"tools", i, "defaultLevel"}, w.key("defaultLevel"), "%s is less strict than the default for %s operations (%s)", t.DefaultLevel, t.Endpoint, t.Endpoint.DefaultLevel())
 		}
 		if t.DefaultLevel != portcullis.LevelUnset && !t.DefaultLevel.Valid() {
 			c.errorf(path{"tools", i, "defaultLevel"}, w.key("defaultLevel"), "invalid level %s (want %s)", t.DefaultLevel, portcullis.LevelNames)

@@ -421,6 +421,7 @@ tools:
   list_elements: {endpoint: READ}
   delete_element: {endpoint: DELETE, defaultLevel: AUTO_APPROVE}
   open_browser: {endpoint: READ, aliases: [open_console]}
+  verify_challenge: {endpoint: CREATE, defaultLevel: AUTO_APPROVE}
 elements:
   - name: Sandbox
     type: persona
@@ -445,22 +446,22 @@ validator:
 		t.Fatalf("Parse(lint) = %v", err)
 	}
 	wantWarns := []string{
-		`lint.yaml:4: tool "delete_element": defaultLevel: AUTO_APPROVE is less strict than the default of a DELETE operation (CONFIRM_SINGLE_USE)`,
-		`lint.yaml:10: element "Sandbox": gatekeeper.allow[0]: "verify_challenge" cannot be gated (a recovery operation that must stay open to people); removed`,
-		`lint.yaml:10: element "Sandbox": gatekeeper.allow[1]: "confirm_operation" cannot be allowed (an element cannot allow confirming; it may only confirm or deny it); removed`,
-		`lint.yaml:10: element "Sandbox": gatekeeper.allow[3]: "list_elements" is listed twice (first as allow[2]); removed`,
-		`lint.yaml:10: element "Sandbox": gatekeeper.allow[5]: pattern "list *" contains whitespace; operation names never do`,
-		`lint.yaml:10: element "Sandbox": gatekeeper.allow[5]: "list *" matches no tool in tools; an upstream MCP server may still offer one`,
-		`lint.yaml:11: element "Sandbox": gatekeeper.confirm[1]: "release_deadlock" cannot be gated (a recovery operation that must stay open to people); removed`,
-		`lint.yaml:11: element "Sandbox": gatekeeper.confirm[2]: "list_elements" is also in allow; confirm wins`,
-		`lint.yaml:12: element "Sandbox": gatekeeper.deny[1]: "permission_prompt" cannot be gated (a recovery operation that must stay open to people); removed`,
-		`lint.yaml:12: element "Sandbox": gatekeeper.deny[3]: "list_elements" is also in allow; deny wins`,
-		`lint.yaml:12: element "Sandbox": gatekeeper.deny[4]: "nothing_*" matches no tool in tools; an upstream MCP server may still offer one`,
-		`lint.yaml:12: element "Sandbox": gatekeeper.deny[5]: "no_such_tool" matches no tool in tools; an upstream MCP server may still offer one`,
-		`lint.yaml:13: element "Idle": has no policy (no gatekeeper lists, scope or autonomy): it changes nothing while active`,
-		`lint.yaml:18: element "bot": autonomy.requiresApproval[1]: "*delete user*" is listed twice (first as requiresApproval[0]); removed`,
-		`lint.yaml:22: validator.command: used only with provider command; ignored`,
-		`lint.yaml:23: validator.scope: selects no calls, so the validator never runs (list risks or tools, or set shell: true)`,
+		`lint.yaml:4: tool "delete_element": defaultLevel: AUTO_APPROVE is less strict than the default for DELETE operations (CONFIRM_SINGLE_USE)`,
+		`lint.yaml:11: element "Sandbox": gatekeeper.allow[0]: "verify_challenge" cannot be gated (a recovery operation that must stay open to people); removed`,
+		`lint.yaml:11: element "Sandbox": gatekeeper.allow[1]: "confirm_operation" cannot be allowed (an element cannot allow confirming; it may only confirm or deny it); removed`,
+		`lint.yaml:11: element "Sandbox": gatekeeper.allow[3]: "list_elements" is listed twice (first as allow[2]); removed`,
+		`lint.yaml:11: element "Sandbox": gatekeeper.allow[5]: pattern "list *" contains whitespace; operation names never do`,
+		`lint.yaml:11: element "Sandbox": gatekeeper.allow[5]: "list *" matches no tool in tools; an upstream MCP server may still offer one`,
+		`lint.yaml:12: element "Sandbox": gatekeeper.confirm[1]: "release_deadlock" cannot be gated (a recovery operation that must stay open to people); removed`,
+		`lint.yaml:12: element "Sandbox": gatekeeper.confirm[2]: "list_elements" is also in allow; confirm wins`,
+		`lint.yaml:13: element "Sandbox": gatekeeper.deny[1]: "permission_prompt" cannot be gated (a recovery operation that must stay open to people); removed`,
+		`lint.yaml:13: element "Sandbox": gatekeeper.deny[3]: "list_elements" is also in allow; deny wins`,
+		`lint.yaml:13: element "Sandbox": gatekeeper.deny[4]: "nothing_*" matches no tool in tools; an upstream MCP server may still offer one`,
+		`lint.yaml:13: element "Sandbox": gatekeeper.deny[5]: "no_such_tool" matches no tool in tools; an upstream MCP server may still offer one`,
+		`lint.yaml:14: element "Idle": has no policy (no gatekeeper lists, scope or autonomy): it changes nothing while active`,
+		`lint.yaml:19: element "bot": autonomy.requiresApproval[1]: "*delete user*" is listed twice (first as requiresApproval[0]); removed`,
+		`lint.yaml:23: validator.command: used only with provider command; ignored`,
+		`lint.yaml:24: validator.scope: selects no calls, so the validator never runs (list risks or tools, or set shell: true)`,
 	}
 	got := make([]string, len(warns))
 	for i, w := range warns {
