@@ -20,7 +20,12 @@ const MaxNameBytes = 500
 
 // maxGlobComparisons bounds the "matches no tool" lint: with more tools ×
 // distinct globs than this, globs are not checked (exact names still are).
-const maxGlobComparisons = 5_000_000
+// maxGlobSteps bounds the matching work itself; when it runs out, the
+// remaining globs are not checked either.
+const (
+	maxGlobComparisons = 5_000_000
+	maxGlobSteps       = 100_000_000
+)
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -34,9 +39,10 @@ type checker struct {
 	file string
 	loc  *locator // nil for Validate
 
-	names    map[string]nameRef // tool names and aliases
-	allNames []string           // the same, for scanning with a glob
-	globs    map[string]bool    // glob → matches some name; nil when not checked
+	names     map[string]nameRef // tool names and aliases
+	allNames  []string           // the same, for scanning with a glob
+	globs     map[string]bool    // glob → matches some name; nil when not checked
+	globSteps int                // matching work left for the lint
 }
 
 // nameRef is where a name in `tools` comes from: a tool, or one of its aliases.
@@ -392,6 +398,7 @@ func (c *checker) prepareGlobs() {
 		return
 	}
 	c.globs = make(map[string]bool, len(globs))
+	c.globSteps = maxGlobSteps
 }
 
 // matchesSomeTool reports whether a pattern matches a tool name or alias;
@@ -408,10 +415,22 @@ func (c *checker) matchesSomeTool(s string) bool {
 		return true
 	}
 	m, done := c.globs[s]
-	if !done {
-		m = slices.ContainsFunc(c.allNames, func(name string) bool { return Match(s, name) })
-		c.globs[s] = m
+	if done {
+		return m
 	}
+	for _, name := range c.allNames {
+		ok, steps := match(s, name, c.globSteps)
+		c.globSteps -= steps
+		if c.globSteps < 0 {
+			c.globs = nil // out of budget: check no more globs
+			return true
+		}
+		if ok {
+			m = true
+			break
+		}
+	}
+	c.globs[s] = m
 	return m
 }
 
@@ -590,6 +609,31 @@ func (c *checker) migrations() {
 type locator struct {
 	root *yaml.Node
 	bad  map[*yaml.Node]bool
+	keys map[*yaml.Node]map[string]int // a mapping's keys → index of the first, built on use
+}
+
+// keyIndex returns the index in n.Content of the first key named key, or -1.
+// Each mapping is indexed once, so many lookups stay linear.
+func (l *locator) keyIndex(n *yaml.Node, key string) int {
+	if l.keys == nil {
+		l.keys = map[*yaml.Node]map[string]int{}
+	}
+	idx, ok := l.keys[n]
+	if !ok {
+		idx = make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := resolveAlias(n.Content[i]); k.Kind == yaml.ScalarNode {
+				if _, dup := idx[k.Value]; !dup {
+					idx[k.Value] = i
+				}
+			}
+		}
+		l.keys[n] = idx
+	}
+	if i, ok := idx[key]; ok {
+		return i
+	}
+	return -1
 }
 
 func (l *locator) find(p path) (line int, ok bool) {
@@ -606,11 +650,8 @@ func (l *locator) find(p path) (line int, ok bool) {
 		switch s := step.(type) {
 		case string:
 			if n.Kind == yaml.MappingNode {
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					if k := resolveAlias(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == s {
-						key, next = k, n.Content[i+1]
-						break
-					}
+				if i := l.keyIndex(n, s); i >= 0 {
+					key, next = resolveAlias(n.Content[i]), n.Content[i+1]
 				}
 			}
 		case int:

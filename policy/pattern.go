@@ -14,9 +14,22 @@ func IsGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?") }
 // one character, and every other character only itself. There is no
 // escaping and there are no character classes. Matching is case-sensitive.
 func Match(pattern, name string) bool {
-	p, n := 0, 0
+	m, _ := match(pattern, name, -1)
+	return m
+}
+
+// match is Match with a budget of steps (-1: unlimited). It returns how
+// many steps it took; when the budget runs out first it returns false and
+// the budget plus one. Matching takes at most about len(pattern) ×
+// len(name) steps, and usually about len(name).
+func match(pattern, name string, budget int) (bool, int) {
+	p, n, steps := 0, 0, 0
 	starP, starN := -1, 0 // where the last * was, and where its run ends
 	for n < len(name) {
+		steps++
+		if budget >= 0 && steps > budget {
+			return false, steps
+		}
 		if p < len(pattern) {
 			switch c := pattern[p]; {
 			case c == '*':
@@ -35,7 +48,7 @@ func Match(pattern, name string) bool {
 			}
 		}
 		if starP < 0 {
-			return false
+			return false, steps
 		}
 		// Let the last * take one more character and try again.
 		_, size := utf8.DecodeRuneInString(name[starN:])
@@ -45,5 +58,5 @@ func Match(pattern, name string) bool {
 	for p < len(pattern) && pattern[p] == '*' {
 		p++
 	}
-	return p == len(pattern)
+	return p == len(pattern), steps
 }
