@@ -39,10 +39,12 @@ type checker struct {
 	file string
 	loc  *locator // nil for Validate
 
-	names     map[string]nameRef // tool names and aliases
-	allNames  []string           // the same, for scanning with a glob
-	globs     map[string]bool    // glob → matches some name; nil when not checked
-	globSteps int                // matching work left for the lint
+	names      map[string]nameRef // tool names and aliases
+	allNames   []string           // the same, for scanning with a glob
+	foldNames  map[string]bool    // the same, lower-cased (deny and confirm ignore case)
+	lowerNames []string
+	globs      map[string]bool // glob → matches some name; nil when not checked
+	globSteps  int             // matching work left for the lint
 }
 
 // nameRef is where a name in `tools` comes from: a tool, or one of its aliases.
@@ -322,7 +324,7 @@ func (c *checker) gatekeeperList(i int, list string, pats []string, gw at, allow
 		if allowed[s] {
 			c.warnf(p, w, "%s is also in allow; %s wins", quote(s), list)
 		}
-		if s != portcullis.ConfirmOperation && !c.matchesSomeTool(s) {
+		if s != portcullis.ConfirmOperation && !c.matchesSomeTool(s, list != "allow") {
 			c.warnf(p, w, "%s matches no tool in tools; an upstream MCP server may still offer one", quote(s))
 		}
 		return true
@@ -388,7 +390,7 @@ func (c *checker) prepareGlobs() {
 		g := &c.pol.Elements[i].Gatekeeper
 		for _, list := range [][]string{g.Allow, g.Confirm, g.Deny} {
 			for _, s := range list {
-				if IsGlob(s) {
+				if isGlob(s) {
 					globs[s] = false
 				}
 			}
@@ -401,24 +403,41 @@ func (c *checker) prepareGlobs() {
 	c.globSteps = maxGlobSteps
 }
 
-// matchesSomeTool reports whether a pattern matches a tool name or alias;
+// matchesSomeTool reports whether a pattern matches a tool name or alias,
+// ignoring case when fold is set (as the gate does for deny and confirm);
 // true when the lint does not apply (no tools, or too many globs).
-func (c *checker) matchesSomeTool(s string) bool {
+func (c *checker) matchesSomeTool(s string, fold bool) bool {
 	if len(c.pol.Tools) == 0 {
 		return true
 	}
-	if !IsGlob(s) {
+	names, key := c.allNames, s
+	if fold {
+		if c.foldNames == nil {
+			c.foldNames = make(map[string]bool, len(c.allNames))
+			c.lowerNames = make([]string, len(c.allNames))
+			for i, n := range c.allNames {
+				c.lowerNames[i] = strings.ToLower(n)
+				c.foldNames[c.lowerNames[i]] = true
+			}
+		}
+		names, s = c.lowerNames, strings.ToLower(s)
+		key = "\x00" + s // fold and exact results of one glob differ
+	}
+	if !isGlob(s) {
+		if fold {
+			return c.foldNames[s]
+		}
 		_, ok := c.names[s]
 		return ok
 	}
 	if c.globs == nil {
 		return true
 	}
-	m, done := c.globs[s]
+	m, done := c.globs[key]
 	if done {
 		return m
 	}
-	for _, name := range c.allNames {
+	for _, name := range names {
 		ok, steps := match(s, name, c.globSteps)
 		c.globSteps -= steps
 		if c.globSteps < 0 {
@@ -430,7 +449,7 @@ func (c *checker) matchesSomeTool(s string) bool {
 			break
 		}
 	}
-	c.globs[s] = m
+	c.globs[key] = m
 	return m
 }
 

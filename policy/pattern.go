@@ -5,20 +5,18 @@ import (
 	"unicode/utf8"
 )
 
-// IsGlob reports whether a pattern of an element list is a glob (holds * or
+// isGlob reports whether a pattern of an element list is a glob (holds * or
 // ?) rather than an exact operation name.
-func IsGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?") }
+func isGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?") }
 
-// Match reports whether name matches pattern, the syntax of element lists
-// and autonomy lists: * matches any run of characters (also none), ? exactly
-// one character, and every other character only itself. There is no
-// escaping and there are no character classes. Matching is case-sensitive.
-func Match(pattern, name string) bool {
-	m, _ := match(pattern, name, -1)
-	return m
-}
+// The lint matches patterns the way the gate does (docs/ARCHITECTURE.md,
+// "Element resolution"), which compiles its own matchers: anchored, * any
+// run of characters (also none), ? exactly one character, every other
+// character itself, no escaping, no classes. This package only needs it to
+// tell whether a pattern matches any tool.
 
-// match is Match with a budget of steps (-1: unlimited). It returns how
+// match reports whether name matches pattern, case-sensitively, within a
+// budget of steps (-1: unlimited). It returns how
 // many steps it took; when the budget runs out first it returns false and
 // the budget plus one. Matching takes at most about len(pattern) ×
 // len(name) steps, and usually about len(name).

@@ -483,6 +483,38 @@ validator:
 	}
 }
 
+func TestLintMatchesToolsLikeTheGate(t *testing.T) {
+	// The gate matches deny and confirm patterns ignoring case, allow
+	// patterns exactly (docs/ARCHITECTURE.md); the lint must agree.
+	src := `version: 1
+tools:
+  delete_element: {endpoint: DELETE}
+  list_elements: {endpoint: READ, aliases: [ls]}
+elements:
+  - name: E
+    type: persona
+    gatekeeper:
+      allow: [List_Elements, LS, "list_*", "l?"]
+      confirm: [LIST_ELEMENTS, Ls]
+      deny: [Delete_*, DELETE_ELEMENT]
+`
+	_, warns, err := policy.Parse("case.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("Parse(case) = %v", err)
+	}
+	var got []string
+	for _, w := range warns {
+		got = append(got, w.String())
+	}
+	want := []string{
+		`case.yaml:9: element "E": gatekeeper.allow[0]: "List_Elements" matches no tool in tools; an upstream MCP server may still offer one`,
+		`case.yaml:9: element "E": gatekeeper.allow[1]: "LS" matches no tool in tools; an upstream MCP server may still offer one`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse(case) warnings mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestLintNoToolsNoMatchWarnings(t *testing.T) {
 	// With no tools in the file, patterns cannot be checked against them.
 	src := "version: 1\nelements:\n  - {name: E, type: persona, gatekeeper: {deny: [anything, any_*]}}\n"
