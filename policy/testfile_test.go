@@ -52,7 +52,7 @@ func TestLoadTestsWithPolicyPath(t *testing.T) {
 				MatchedPolicy:       ptr("deny"),
 				ConflictingElements: ptr([]portcullis.Conflict{}),
 				FailClosed:          ptr(false),
-				ReasonContains:      ptr("denied"),
+				ReasonContains:      ptr("deny policy"),
 				Tool:                ptr("delete_element"),
 				Risk:                ptr(portcullis.Risk("")),
 			},
@@ -95,8 +95,13 @@ func TestLoadTestsWithInlinePolicy(t *testing.T) {
 	if diff := cmp.Diff(wantReq, c.Request); diff != "" {
 		t.Errorf("LoadTests(%s) request mismatch (-want +got):\n%s", path, diff)
 	}
-	if want := []portcullis.Conflict{{Name: "Other", WantedLevel: portcullis.AutoApprove}}; !cmp.Equal(*c.Want.ConflictingElements, want) {
-		t.Errorf("LoadTests(%s) conflictingElements = %v; want %v", path, *c.Want.ConflictingElements, want)
+	wantWant := policy.Expectation{
+		Outcome:             ptr(portcullis.OutcomeAllow),
+		PermissionLevel:     ptr(portcullis.AutoApprove),
+		ConflictingElements: ptr([]portcullis.Conflict{}),
+	}
+	if diff := cmp.Diff(wantWant, c.Want); diff != "" {
+		t.Errorf("LoadTests(%s) want mismatch (-want +got):\n%s", path, diff)
 	}
 }
 
