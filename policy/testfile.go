@@ -578,7 +578,7 @@ func RunTests(ctx context.Context, d portcullis.Decider, tf *TestFile) []CaseRes
 func decide(ctx context.Context, d portcullis.Decider, c portcullis.Call) (dec portcullis.Decision, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("Decide panicked: %v", v)
+			err = fmt.Errorf("decide panicked: %v", v)
 		}
 	}()
 	return d.Decide(ctx, c)
