@@ -138,3 +138,19 @@ func Errorf(code Code, format string, args ...any) error {
 func invalid(format string, args ...any) error {
 	return Errorf(CodeInvalidRequest, format, args...)
 }
+
+// Outcomes lists every outcome.
+var Outcomes = []Outcome{OutcomeAllow, OutcomeConfirm, OutcomeDeny, OutcomeStop}
+
+// Sources lists every decision source.
+var Sources = []Source{
+	SourceOperationDefault, SourceElementPolicy, SourceSessionGrant, SourceAutonomy,
+	SourceValidator, SourceDangerZone, SourceRetryGuard, SourceMode,
+}
+
+// DecisionCodes lists every code a Decision can carry, CodeNone first.
+var DecisionCodes = []Code{
+	CodeNone, CodeUnknownOperation, CodeElementPolicyViolation, CodeScopeRestriction,
+	CodeConfirmationRequired, CodeSandboxed, CodeAutonomyPause, CodeDangerZone,
+	CodeValidatorDenied, CodeFailClosed, CodeRetryLoop, CodeBlockedCommand,
+}

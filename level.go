@@ -229,3 +229,8 @@ func IsUngatable(op string) bool {
 
 // UngatableOperations returns the ungatable operation names.
 func UngatableOperations() []string { return append([]string(nil), ungatable[:]...) }
+
+// TargetTypes lists the element types an operation can act on (a call's
+// elementType, and the names in an element's scope): the four that carry
+// policy, and DollhouseMCP's memory and template.
+var TargetTypes = []string{"persona", "skill", "ensemble", "agent", "memory", "template"}

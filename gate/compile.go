@@ -135,6 +135,11 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 			}
 			r.summary = tmpl
 		}
+		if r.base == portcullis.Deny {
+			// DENY means never allowed: no element's allow lifts it,
+			// whatever canBeElevated says.
+			r.elevatable = false
+		}
 		if r.shellArg != "" {
 			// Until the command is classified, a shell tool is confirmed
 			// every time and no element can auto-approve it.

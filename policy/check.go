@@ -296,7 +296,7 @@ func (c *checker) gatekeeper(i int, e *portcullis.Element, w at) {
 // scopeTypes are the element types a scope may name: the types of element
 // an operation can act on (a request's elementType). They are DollhouseMCP's
 // six element types: the four that carry policy, and memory and template.
-var scopeTypes = []string{"persona", "skill", "ensemble", "agent", "memory", "template"}
+var scopeTypes = portcullis.TargetTypes
 
 func (c *checker) gatekeeperList(i int, list string, pats []string, gw at, allowed map[string]bool) []string {
 	w := gw.key(list)

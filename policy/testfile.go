@@ -72,9 +72,9 @@ var (
 
 // The values a decision's fields can take.
 var (
-	outcomes       = []string{"allow", "confirm", "deny", "stop"}
-	sources        = []string{"operation_default", "element_policy", "session_grant", "autonomy", "validator", "danger_zone", "retry_guard", "mode"}
-	codes          = []string{"", "UNKNOWN_OPERATION", "ELEMENT_POLICY_VIOLATION", "SCOPE_RESTRICTION", "CONFIRMATION_REQUIRED", "SANDBOXED", "AUTONOMY_PAUSE", "DANGER_ZONE", "VALIDATOR_DENIED", "FAIL_CLOSED", "RETRY_LOOP", "BLOCKED_COMMAND"}
+	outcomes       = names(portcullis.Outcomes)
+	sources        = names(portcullis.Sources)
+	codes          = names(portcullis.DecisionCodes)
 	matchedPolicys = []string{"", "allow", "confirm", "deny", "scope_restriction"}
 )
 
@@ -675,4 +675,12 @@ func FormatResults(w io.Writer, results []CaseResult, verbose bool) (failed int)
 	fmt.Fprintf(&b, "%d passed, %d failed\n", len(results)-failed, failed)
 	io.WriteString(w, b.String())
 	return failed
+}
+
+func names[S ~string](vs []S) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
 }
