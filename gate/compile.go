@@ -95,8 +95,8 @@ type compiled struct {
 	// (keys lower-cased), allow lists exactly.
 	exactFold map[string][]match
 	exact     map[string][]match
-	globsFold []globRef
-	globs     []globRef
+	globsFold globIndex
+	globs     globIndex
 
 	memo  sync.Map // canonical tool name → []match
 	memoN atomic.Int32
@@ -194,9 +194,9 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 				}
 				switch {
 				case isGlob(pat) && fold:
-					c.globsFold = append(c.globsFold, globRef{compileGlob(key), m})
+					c.globsFold.add(globRef{compileGlob(key), m})
 				case isGlob(pat):
-					c.globs = append(c.globs, globRef{compileGlob(key), m})
+					c.globs.add(globRef{compileGlob(key), m})
 				case fold:
 					c.exactFold[key] = append(c.exactFold[key], m)
 				default:
@@ -277,16 +277,8 @@ func (c *compiled) computeMatches(name string) []match {
 	var ms []match
 	ms = append(ms, c.exactFold[lname]...)
 	ms = append(ms, c.exact[name]...)
-	for i := range c.globsFold {
-		if c.globsFold[i].g.match(lname) {
-			ms = append(ms, c.globsFold[i].m)
-		}
-	}
-	for i := range c.globs {
-		if c.globs[i].g.match(name) {
-			ms = append(ms, c.globs[i].m)
-		}
-	}
+	ms = c.globsFold.matches(ms, lname)
+	ms = c.globs.matches(ms, name)
 	if name == portcullis.ConfirmOperation {
 		ms = slices.DeleteFunc(ms, func(m match) bool { return m.list == listAllow })
 	}
@@ -309,4 +301,41 @@ func (c *compiled) quotedElem(name string) string {
 		return c.elems[i].quoted
 	}
 	return strconv.Quote(name)
+}
+
+// globIndex holds glob patterns by their first byte when it is a literal,
+// so a name is tried only against the globs that can match its first byte
+// and those that start with a wildcard.
+type globIndex struct {
+	byFirst  map[byte][]globRef
+	wildHead []globRef
+}
+
+func (x *globIndex) add(r globRef) {
+	p := r.g.pattern
+	if p[0] == '*' || p[0] == '?' {
+		x.wildHead = append(x.wildHead, r)
+		return
+	}
+	if x.byFirst == nil {
+		x.byFirst = map[byte][]globRef{}
+	}
+	x.byFirst[p[0]] = append(x.byFirst[p[0]], r)
+}
+
+// matches appends the matches of every glob that matches name.
+func (x *globIndex) matches(ms []match, name string) []match {
+	if name != "" {
+		for _, r := range x.byFirst[name[0]] {
+			if r.g.match(name) {
+				ms = append(ms, r.m)
+			}
+		}
+	}
+	for _, r := range x.wildHead {
+		if r.g.match(name) {
+			ms = append(ms, r.m)
+		}
+	}
+	return ms
 }
