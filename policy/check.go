@@ -155,7 +155,7 @@ func (c *checker) tools() {
 			c.errorf(path{"tools", i, "endpoint"}, w.key("endpoint"), "missing (want READ, CREATE, UPDATE, DELETE or EXECUTE)")
 		} else if _, err := portcullis.ParseEndpoint(string(t.Endpoint)); err != nil {
 			c.errorf(path{"tools", i, "endpoint"}, w.key("endpoint"), "unknown endpoint %s (want READ, CREATE, UPDATE, DELETE or EXECUTE)", quote(string(t.Endpoint)))
-		} else if t.DefaultLevel.Valid() && t.DefaultLevel < t.Endpoint.DefaultLevel() && !recoveryOperation(t.Name) {
+		} else if t.DefaultLevel.Valid() && t.DefaultLevel < t.Endpoint.DefaultLevel() && !recoveryOperation(t.Name) && t.Rationale == "" {
 			c.warnf(path{"tools", i, "defaultLevel"}, w.key("defaultLevel"), "%s is less strict than the default for %s operations (%s)", t.DefaultLevel, t.Endpoint, t.Endpoint.DefaultLevel())
 		}
 		if t.DefaultLevel != portcullis.LevelUnset && !t.DefaultLevel.Valid() {

@@ -415,6 +415,28 @@ func TestParseDoesNotRepeatProblems(t *testing.T) {
 	}
 }
 
+// A lowered defaultLevel that comes with a rationale is deliberate and
+// explained: no warning. Without one, it is warned about.
+func TestLintLoweredLevelWithRationale(t *testing.T) {
+	src := `version: 1
+tools:
+  complete_execution: {endpoint: EXECUTE, defaultLevel: CONFIRM_SESSION, rationale: "Completes an already approved run"}
+  prepare_handoff: {endpoint: EXECUTE, defaultLevel: CONFIRM_SESSION}
+`
+	_, warns, err := policy.Parse("lower.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range warns {
+		got = append(got, w.String())
+	}
+	want := []string{`lower.yaml:4: tool "prepare_handoff": defaultLevel: CONFIRM_SESSION is less strict than the default for EXECUTE operations (CONFIRM_SINGLE_USE)`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Parse(lower) warnings (-want +got):\n%s", diff)
+	}
+}
+
 func TestLint(t *testing.T) {
 	src := `version: 1
 tools:
