@@ -319,16 +319,13 @@ func (e *eval) requestGrant() (portcullis.Grant, bool) {
 		return portcullis.Grant{}, false
 	}
 	var digest string
-	q := portcullis.GrantQuery{Session: e.c.Session, Tool: e.canonical, ElementType: e.c.ElementType, Level: e.level}
+	q := portcullis.GrantQuery{Session: e.c.Session, Tool: e.canonical, ElementType: e.c.ElementType, Level: e.level, Now: e.g.clock.Now()}
 	for _, g := range e.c.Grants {
 		if r := e.pol.routes[g.Tool]; r != nil {
 			g.Tool = r.name
 		}
+		// A grant in the request belongs to the request's session.
 		g.Session = e.c.Session
-		g.ExpiresAt = g.ExpiresAt.UTC()
-		if !g.ExpiresAt.IsZero() {
-			q.Now = e.g.clock.Now()
-		}
 		if g.Kind == portcullis.GrantSingle {
 			if digest == "" {
 				var err error
