@@ -30,6 +30,11 @@ const (
 	CodeInvalidPolicy Code = "INVALID_POLICY"
 	// CodeNotFound is an error code: the named thing does not exist.
 	CodeNotFound Code = "NOT_FOUND"
+	// CodeVerificationFailed is an error code: a wrong or expired
+	// verification code.
+	CodeVerificationFailed Code = "VERIFICATION_FAILED"
+	// CodeRateLimited is an error code: too many attempts; wait.
+	CodeRateLimited Code = "RATE_LIMITED"
 )
 
 // Decision is the gate's answer for one call. Its JSON form is the contract

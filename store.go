@@ -32,6 +32,8 @@ type Store interface {
 	// Approval returns an approval request by ID, or an error with code
 	// NOT_FOUND.
 	Approval(ctx context.Context, id string) (Approval, error)
+
+	SafetyStore
 }
 
 // GrantQuery asks for a grant that satisfies a call's confirmation level.

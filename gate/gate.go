@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,9 @@ type Gate struct {
 	rand        io.Reader
 	protected   []string
 	approvalTTL time.Duration
+	codeLife    time.Duration
+	notifier    portcullis.Notifier
+	log         *slog.Logger
 
 	idPrefix string
 	seq      atomic.Uint64
@@ -67,6 +71,18 @@ func WithProtectedPaths(paths ...string) Option {
 	return func(g *Gate) { g.protected = append(g.protected, paths...) }
 }
 
+// WithNotifier sets where people are told of blocks (with their codes)
+// and of calls waiting for approval. It must be a human channel.
+func WithNotifier(n portcullis.Notifier) Option { return func(g *Gate) { g.notifier = n } }
+
+// WithLogger sets the logger for security events (blocks, failed
+// verifications). The default discards them.
+func WithLogger(l *slog.Logger) Option { return func(g *Gate) { g.log = l } }
+
+// WithChallengeLife sets how long a challenge code can be used (default 5
+// minutes).
+func WithChallengeLife(d time.Duration) Option { return func(g *Gate) { g.codeLife = d } }
+
 // WithApprovalTTL sets how long an approval request stays answerable
 // (default 15 minutes).
 func WithApprovalTTL(d time.Duration) Option { return func(g *Gate) { g.approvalTTL = d } }
@@ -75,7 +91,13 @@ func WithApprovalTTL(d time.Duration) Option { return func(g *Gate) { g.approval
 // policy (Load, Parse or Validate), which rejects what the engine cannot
 // decide on; New returns an error for what it cannot compile.
 func New(p *portcullis.Policy, opts ...Option) (*Gate, error) {
-	g := &Gate{clock: portcullis.SystemClock{}, rand: rand.Reader, approvalTTL: 15 * time.Minute}
+	g := &Gate{
+		clock:       portcullis.SystemClock{},
+		rand:        rand.Reader,
+		approvalTTL: 15 * time.Minute,
+		codeLife:    defaultCodeLife,
+		log:         slog.New(slog.DiscardHandler),
+	}
 	for _, o := range opts {
 		o(g)
 	}
@@ -149,7 +171,7 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 		e.failClosed("request", err)
 		return e.d, nil
 	}
-	e.d.Trace = make([]portcullis.TraceEntry, 0, 6)
+	e.d.Trace = make([]portcullis.TraceEntry, 0, 8)
 
 	switch e.pol.pol.Mode {
 	case portcullis.ModeOff:
@@ -176,7 +198,9 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 // pipeline runs the stages after mode. Each stage returns true when it ended
 // the decision.
 func (e *eval) pipeline(ctx context.Context) error {
-	// Stage: danger zone (persisted blocks) runs here once blocks exist.
+	if e.dangerZone(ctx) {
+		return nil
+	}
 	if e.route() {
 		return nil
 	}

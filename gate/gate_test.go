@@ -273,6 +273,36 @@ func (b brokenStore) CreateApproval(context.Context, portcullis.Approval) error 
 func (b brokenStore) Approval(context.Context, string) (portcullis.Approval, error) {
 	return portcullis.Approval{}, b.fail()
 }
+func (b brokenStore) PutBlock(context.Context, portcullis.Block) error { return b.fail() }
+func (b brokenStore) Block(context.Context, string) (portcullis.Block, bool, error) {
+	return portcullis.Block{}, false, b.fail()
+}
+func (b brokenStore) DeleteBlock(context.Context, string) error { return b.fail() }
+func (b brokenStore) Blocks(context.Context) ([]portcullis.Block, error) {
+	return nil, b.fail()
+}
+func (b brokenStore) CreateChallenge(context.Context, portcullis.Challenge) error {
+	return b.fail()
+}
+func (b brokenStore) Challenge(context.Context, string) (portcullis.Challenge, error) {
+	return portcullis.Challenge{}, b.fail()
+}
+func (b brokenStore) DeleteChallenge(context.Context, string) error { return b.fail() }
+func (b brokenStore) AddFailedAttempt(context.Context, string, time.Time, time.Time) (int, error) {
+	return 0, b.fail()
+}
+func (b brokenStore) FailedAttempts(context.Context, string, time.Time) (int, error) {
+	return 0, b.fail()
+}
+func (b brokenStore) RecordStep(context.Context, string, string, time.Time) (portcullis.RunState, error) {
+	return portcullis.RunState{}, b.fail()
+}
+func (b brokenStore) RecordOutcome(context.Context, string, portcullis.StepOutcome, time.Time) error {
+	return b.fail()
+}
+func (b brokenStore) RunState(context.Context, string) (portcullis.RunState, bool, error) {
+	return portcullis.RunState{}, false, b.fail()
+}
 
 func TestStoreFailureFailsClosed(t *testing.T) {
 	for _, tc := range []struct {
@@ -440,10 +470,10 @@ func TestDecisionJSONHasEveryContractField(t *testing.T) {
 		t.Errorf("conflictingElements = %v; want a JSON array", m["conflictingElements"])
 	}
 	tr, _ := m["trace"].([]any)
-	if len(tr) < 3 {
-		t.Fatalf("trace = %v; want mode, route and elements entries", m["trace"])
+	if len(tr) < 4 {
+		t.Fatalf("trace = %v; want mode, danger_zone, route and elements entries", m["trace"])
 	}
-	for i, stage := range []string{"mode", "route", "elements"} {
+	for i, stage := range []string{"mode", "danger_zone", "route", "elements"} {
 		if got := tr[i].(map[string]any)["stage"]; got != stage {
 			t.Errorf("trace[%d].stage = %v; want %s", i, got, stage)
 		}

@@ -12,7 +12,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"sort"
 	"sync"
+	"time"
 
 	"github.com/portcullis/portcullis"
 )
@@ -21,9 +23,13 @@ import (
 type Store struct {
 	clock portcullis.Clock
 
-	mu        sync.Mutex
-	grants    map[string]portcullis.Grant
-	approvals map[string]portcullis.Approval
+	mu         sync.Mutex
+	grants     map[string]portcullis.Grant
+	approvals  map[string]portcullis.Approval
+	blocks     map[string]portcullis.Block
+	challenges map[string]portcullis.Challenge
+	failures   map[string][]time.Time
+	runs       map[string]portcullis.RunState
 }
 
 var _ portcullis.Store = (*Store)(nil)
@@ -34,7 +40,15 @@ func New(clock portcullis.Clock) *Store {
 	if clock == nil {
 		clock = portcullis.SystemClock{}
 	}
-	return &Store{clock: clock, grants: map[string]portcullis.Grant{}, approvals: map[string]portcullis.Approval{}}
+	return &Store{
+		clock:      clock,
+		grants:     map[string]portcullis.Grant{},
+		approvals:  map[string]portcullis.Approval{},
+		blocks:     map[string]portcullis.Block{},
+		challenges: map[string]portcullis.Challenge{},
+		failures:   map[string][]time.Time{},
+		runs:       map[string]portcullis.RunState{},
+	}
 }
 
 // AddGrant records g, assigning an ID when it has none.
@@ -157,4 +171,183 @@ func (s *Store) Approval(ctx context.Context, id string) (portcullis.Approval, e
 		a.Status = portcullis.ApprovalExpired
 	}
 	return a, nil
+}
+
+// PutBlock records a block, replacing the agent's earlier one.
+func (s *Store) PutBlock(ctx context.Context, b portcullis.Block) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.Agent == "" {
+		return fmt.Errorf("put block: missing agent")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.blocks[b.Agent] = b
+	return nil
+}
+
+// Block returns the agent's block.
+func (s *Store) Block(ctx context.Context, agent string) (portcullis.Block, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.Block{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.blocks[agent]
+	return b, ok, nil
+}
+
+// DeleteBlock clears the agent's block.
+func (s *Store) DeleteBlock(ctx context.Context, agent string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.blocks[agent]; !ok {
+		return portcullis.Errorf(portcullis.CodeNotFound, "agent %q is not blocked", agent)
+	}
+	delete(s.blocks, agent)
+	return nil
+}
+
+// Blocks lists every block, oldest first.
+func (s *Store) Blocks(ctx context.Context) ([]portcullis.Block, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]portcullis.Block, 0, len(s.blocks))
+	for _, b := range s.blocks {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].Agent < out[j].Agent
+	})
+	return out, nil
+}
+
+// CreateChallenge records a challenge.
+func (s *Store) CreateChallenge(ctx context.Context, c portcullis.Challenge) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.ID == "" {
+		return fmt.Errorf("create challenge: missing id")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.challenges[c.ID]; dup {
+		return fmt.Errorf("create challenge: id %q exists", c.ID)
+	}
+	s.challenges[c.ID] = c
+	return nil
+}
+
+// Challenge returns a challenge.
+func (s *Store) Challenge(ctx context.Context, id string) (portcullis.Challenge, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.Challenge{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.challenges[id]
+	if !ok {
+		return portcullis.Challenge{}, portcullis.Errorf(portcullis.CodeNotFound, "no challenge %q", id)
+	}
+	return c, nil
+}
+
+// DeleteChallenge removes a challenge.
+func (s *Store) DeleteChallenge(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.challenges, id)
+	return nil
+}
+
+// AddFailedAttempt records a failure and counts the agent's failures since
+// the given time; older ones are forgotten.
+func (s *Store) AddFailedAttempt(ctx context.Context, agent string, at, since time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures[agent] = append(pruneBefore(s.failures[agent], since), at)
+	return len(s.failures[agent]), nil
+}
+
+// FailedAttempts counts the agent's failures since the given time.
+func (s *Store) FailedAttempts(ctx context.Context, agent string, since time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(pruneBefore(s.failures[agent], since)), nil
+}
+
+func pruneBefore(ts []time.Time, since time.Time) []time.Time {
+	out := ts[:0]
+	for _, t := range ts {
+		if !t.Before(since) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// RecordStep counts a step of the run and returns the state before it.
+func (s *Store) RecordStep(ctx context.Context, runID, agent string, at time.Time) (portcullis.RunState, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.RunState{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before, ok := s.runs[runID]
+	if !ok {
+		before = portcullis.RunState{RunID: runID, Agent: agent}
+	}
+	after := before
+	after.Steps++
+	after.UpdatedAt = at
+	s.runs[runID] = after
+	return before, nil
+}
+
+// RecordOutcome records the outcome of the run's latest step.
+func (s *Store) RecordOutcome(ctx context.Context, runID string, outcome portcullis.StepOutcome, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[runID]
+	if !ok {
+		return portcullis.Errorf(portcullis.CodeNotFound, "no run %q", runID)
+	}
+	r.LastOutcome = outcome
+	r.UpdatedAt = at
+	s.runs[runID] = r
+	return nil
+}
+
+// RunState returns a run's state.
+func (s *Store) RunState(ctx context.Context, runID string) (portcullis.RunState, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.RunState{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[runID]
+	return r, ok, nil
 }
