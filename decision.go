@@ -35,6 +35,9 @@ const (
 	CodeVerificationFailed Code = "VERIFICATION_FAILED"
 	// CodeRateLimited is an error code: too many attempts; wait.
 	CodeRateLimited Code = "RATE_LIMITED"
+	// CodeConflict is an error code: the thing was changed by someone else
+	// first (an approval already decided).
+	CodeConflict Code = "CONFLICT"
 )
 
 // Decision is the gate's answer for one call. Its JSON form is the contract

@@ -2,38 +2,141 @@ package portcullis
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
-// Store is the state the gate keeps between decisions. Implementations must
-// be safe for concurrent use, and must make every method atomic: the gate
-// relies on UseGrant consuming a single-use grant exactly once however many
-// callers race for it.
+// Store is everything Portcullis remembers between decisions: grants,
+// approval requests, agent safety state (blocks, challenges, failed
+// attempts, run state), the retry-guard memo, tool-definition pins, and the
+// audit log. Implementations (memstore, sqlite, postgres) share one
+// conformance suite, storetest.
 //
-// Any error from a Store makes the gate deny the call with FailClosed set.
+// Implementations must be safe for concurrent use and make every method
+// atomic: the gate relies on UseGrant consuming a single-use grant exactly
+// once, and on DecideApproval deciding an approval exactly once, however
+// many callers race. Any error from a Store makes the gate deny the call
+// with FailClosed set.
 type Store interface {
 	// AddGrant records a grant and returns it with its ID (assigned when
-	// empty) and CreatedAt set.
+	// empty) and CreatedAt (when zero) set. A single-use grant's ArgsDigest
+	// is computed from Args when empty; Args are not kept.
 	AddGrant(ctx context.Context, g Grant) (Grant, error)
 
 	// UseGrant finds a live grant that satisfies q and reports whether there
-	// was one. A single-use grant that is found is deleted when q.Consume is
-	// set; of several concurrent callers, exactly one gets it. Expired grants
-	// never match.
+	// was one. A session grant is preferred; a single-use grant that is used
+	// is deleted when q.Consume is set; of several concurrent callers,
+	// exactly one gets it. Expired grants never match.
 	UseGrant(ctx context.Context, q GrantQuery) (Grant, bool, error)
 
-	// RevokeGrant deletes a grant. It returns an error with code NOT_FOUND
-	// when there is no such grant.
+	// RevokeGrant deletes a grant; NOT_FOUND when there is no such grant.
 	RevokeGrant(ctx context.Context, id string) error
 
-	// CreateApproval records a pending approval request. The ID must be set.
+	// Grants lists live grants at `now` (all sessions when session is
+	// empty), oldest first.
+	Grants(ctx context.Context, session string, now time.Time) ([]Grant, error)
+
+	// CreateApproval records a pending approval request. The ID must be set
+	// and new.
 	CreateApproval(ctx context.Context, a Approval) error
 
-	// Approval returns an approval request by ID, or an error with code
-	// NOT_FOUND.
+	// Approval returns an approval request by ID, or NOT_FOUND. A pending
+	// request past its ExpiresAt is reported as expired.
 	Approval(ctx context.Context, id string) (Approval, error)
 
+	// Approvals lists approval requests, newest first.
+	Approvals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
+
+	// DecideApproval moves a pending, unexpired request to approved or
+	// denied, and when d.Grant is set records that grant in the same
+	// transaction. Exactly one of several concurrent deciders succeeds; the
+	// others get CONFLICT. An expired request gives CONFLICT too; a missing
+	// one NOT_FOUND.
+	DecideApproval(ctx context.Context, id string, d ApprovalDecision) (Approval, error)
+
 	SafetyStore
+
+	// RecordDenial remembers that the run's action with this signature was
+	// denied and returns how many times it has been denied since the run's
+	// last new user input, this one included.
+	RecordDenial(ctx context.Context, runID, signature string, at time.Time) (int, error)
+	// ClearDenials forgets the run's denials: the user said something new.
+	ClearDenials(ctx context.Context, runID string) error
+
+	// ToolPin returns the pinned definition of an upstream's tool.
+	ToolPin(ctx context.Context, upstream, tool string) (ToolPin, bool, error)
+	// PutToolPin creates or replaces a pin.
+	PutToolPin(ctx context.Context, p ToolPin) error
+	// ToolPins lists every pin.
+	ToolPins(ctx context.Context) ([]ToolPin, error)
+
+	AuditLog
+
+	// Watch delivers a Change for every grant, approval, block and pin
+	// written through any store on the same database (other gateway
+	// replicas included) until ctx ends. Slow readers may miss changes but
+	// are then sent a Change of kind "resync": re-read what you show.
+	Watch(ctx context.Context) (<-chan Change, error)
+
+	// Close releases the store.
+	Close() error
+}
+
+// ApprovalFilter selects approval requests. Zero fields do not filter.
+type ApprovalFilter struct {
+	Status  ApprovalStatus
+	Session string
+	Agent   string
+	Limit   int // 0: 100
+}
+
+// ApprovalDecision is a person's answer to an approval request.
+type ApprovalDecision struct {
+	Status ApprovalStatus // approved or denied
+	By     string         // who decided
+	Reason string         // a denial's reason, shown to the agent
+	At     time.Time
+	// Grant, when set, is recorded with the decision (an approval's grant).
+	Grant *Grant
+}
+
+// ToolPin is the definition of an upstream tool as first seen (and later
+// accepted by a person). A definition that differs is pending until
+// accepted.
+type ToolPin struct {
+	Upstream string `json:"upstream"`
+	Tool     string `json:"tool"`
+	// Hash and Definition are the accepted definition (description,
+	// schema, annotations) as canonical JSON.
+	Hash       string          `json:"hash"`
+	Definition json.RawMessage `json:"definition"`
+	// PendingHash and PendingDefinition are a changed definition waiting
+	// for a person; empty when none.
+	PendingHash       string          `json:"pendingHash,omitempty"`
+	PendingDefinition json.RawMessage `json:"pendingDefinition,omitempty"`
+	FirstSeen         time.Time       `json:"firstSeen"`
+	UpdatedAt         time.Time       `json:"updatedAt"`
+	AcceptedBy        string          `json:"acceptedBy,omitempty"`
+}
+
+// ChangeKind says what a Change is about.
+type ChangeKind string
+
+// The change kinds.
+const (
+	ChangeGrant    ChangeKind = "grant"
+	ChangeApproval ChangeKind = "approval"
+	ChangeBlock    ChangeKind = "block"
+	ChangePin      ChangeKind = "pin"
+	ChangeResync   ChangeKind = "resync" // changes may have been missed: re-read
+)
+
+// Change tells a watcher that something was written.
+type Change struct {
+	Kind ChangeKind `json:"kind"`
+	// ID names what changed: a grant, approval or challenge ID, an agent
+	// for a block, "upstream/tool" for a pin.
+	ID string `json:"id"`
 }
 
 // GrantQuery asks for a grant that satisfies a call's confirmation level.
@@ -102,4 +205,8 @@ type Approval struct {
 	Reason    string    `json:"reason"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// DecidedBy, DecidedAt and DenyReason are set once a person answers.
+	DecidedBy  string    `json:"decidedBy,omitempty"`
+	DecidedAt  time.Time `json:"decidedAt,omitzero"`
+	DenyReason string    `json:"denyReason,omitempty"`
 }

@@ -30,6 +30,11 @@ type Store struct {
 	challenges map[string]portcullis.Challenge
 	failures   map[string][]time.Time
 	runs       map[string]portcullis.RunState
+	denials    map[string]map[string]int
+	pins       map[string]portcullis.ToolPin
+	audit      []auditRow
+	checkpoint *portcullis.AuditCheckpoint
+	watchers   map[*watcher]struct{}
 }
 
 var _ portcullis.Store = (*Store)(nil)
@@ -48,6 +53,9 @@ func New(clock portcullis.Clock) *Store {
 		challenges: map[string]portcullis.Challenge{},
 		failures:   map[string][]time.Time{},
 		runs:       map[string]portcullis.RunState{},
+		denials:    map[string]map[string]int{},
+		pins:       map[string]portcullis.ToolPin{},
+		watchers:   map[*watcher]struct{}{},
 	}
 }
 
@@ -56,6 +64,19 @@ func (s *Store) AddGrant(ctx context.Context, g portcullis.Grant) (portcullis.Gr
 	if err := ctx.Err(); err != nil {
 		return portcullis.Grant{}, err
 	}
+	g, err := s.prepareGrant(g)
+	if err != nil {
+		return portcullis.Grant{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grants[g.ID] = g
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeGrant, ID: g.ID})
+	return g, nil
+}
+
+// prepareGrant checks a grant and fills in its ID, digest and creation time.
+func (s *Store) prepareGrant(g portcullis.Grant) (portcullis.Grant, error) {
 	switch g.Kind {
 	case portcullis.GrantSession:
 	case portcullis.GrantSingle:
@@ -83,9 +104,6 @@ func (s *Store) AddGrant(ctx context.Context, g portcullis.Grant) (portcullis.Gr
 		g.CreatedAt = s.clock.Now()
 	}
 	g.Args = nil
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.grants[g.ID] = g
 	return g, nil
 }
 
@@ -135,6 +153,7 @@ func (s *Store) RevokeGrant(ctx context.Context, id string) error {
 		return portcullis.Errorf(portcullis.CodeNotFound, "no grant %q", id)
 	}
 	delete(s.grants, id)
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeGrant, ID: id})
 	return nil
 }
 
@@ -152,6 +171,7 @@ func (s *Store) CreateApproval(ctx context.Context, a portcullis.Approval) error
 		return fmt.Errorf("create approval: id %q exists", a.ID)
 	}
 	s.approvals[a.ID] = a
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeApproval, ID: a.ID})
 	return nil
 }
 
@@ -167,10 +187,7 @@ func (s *Store) Approval(ctx context.Context, id string) (portcullis.Approval, e
 	if !ok {
 		return portcullis.Approval{}, portcullis.Errorf(portcullis.CodeNotFound, "no approval request %q", id)
 	}
-	if a.Status == portcullis.ApprovalPending && !a.ExpiresAt.IsZero() && !s.clock.Now().Before(a.ExpiresAt) {
-		a.Status = portcullis.ApprovalExpired
-	}
-	return a, nil
+	return expire(a, s.clock.Now()), nil
 }
 
 // PutBlock records a block, replacing the agent's earlier one.
@@ -184,6 +201,7 @@ func (s *Store) PutBlock(ctx context.Context, b portcullis.Block) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.blocks[b.Agent] = b
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeBlock, ID: b.Agent})
 	return nil
 }
 
@@ -209,6 +227,7 @@ func (s *Store) DeleteBlock(ctx context.Context, agent string) error {
 		return portcullis.Errorf(portcullis.CodeNotFound, "agent %q is not blocked", agent)
 	}
 	delete(s.blocks, agent)
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeBlock, ID: agent})
 	return nil
 }
 
@@ -351,3 +370,348 @@ func (s *Store) RunState(ctx context.Context, runID string) (portcullis.RunState
 	r, ok := s.runs[runID]
 	return r, ok, nil
 }
+
+// Grants lists live grants, oldest first.
+func (s *Store) Grants(ctx context.Context, session string, now time.Time) ([]portcullis.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []portcullis.Grant
+	for _, g := range s.grants {
+		if (session == "" || g.Session == session) && (g.ExpiresAt.IsZero() || now.Before(g.ExpiresAt)) {
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Approvals lists approval requests, newest first.
+func (s *Store) Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]portcullis.Approval, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []portcullis.Approval
+	for _, a := range s.approvals {
+		a = expire(a, now)
+		if (f.Status == "" || a.Status == f.Status) && (f.Session == "" || a.Call.Session == f.Session) && (f.Agent == "" || a.Call.Agent == f.Agent) {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func expire(a portcullis.Approval, now time.Time) portcullis.Approval {
+	if a.Status == portcullis.ApprovalPending && !a.ExpiresAt.IsZero() && !now.Before(a.ExpiresAt) {
+		a.Status = portcullis.ApprovalExpired
+	}
+	return a
+}
+
+// DecideApproval answers a pending request once, with its grant.
+func (s *Store) DecideApproval(ctx context.Context, id string, d portcullis.ApprovalDecision) (portcullis.Approval, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.Approval{}, err
+	}
+	if d.Status != portcullis.ApprovalApproved && d.Status != portcullis.ApprovalDenied {
+		return portcullis.Approval{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "decide approval: status %q (want approved or denied)", d.Status)
+	}
+	var grant portcullis.Grant
+	if d.Grant != nil {
+		g, err := s.prepareGrant(*d.Grant)
+		if err != nil {
+			return portcullis.Approval{}, err
+		}
+		grant = g
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.approvals[id]
+	if !ok {
+		return portcullis.Approval{}, portcullis.Errorf(portcullis.CodeNotFound, "no approval request %q", id)
+	}
+	a = expire(a, s.clock.Now())
+	if a.Status != portcullis.ApprovalPending {
+		return a, portcullis.Errorf(portcullis.CodeConflict, "approval request %q is already %s", id, a.Status)
+	}
+	a.Status, a.DecidedBy, a.DecidedAt = d.Status, d.By, d.At
+	if d.Status == portcullis.ApprovalDenied {
+		a.DenyReason = d.Reason
+	}
+	s.approvals[id] = a
+	if d.Grant != nil {
+		s.grants[grant.ID] = grant
+	}
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeApproval, ID: id})
+	return a, nil
+}
+
+// RecordDenial counts the run's denials of this action.
+func (s *Store) RecordDenial(ctx context.Context, runID, signature string, at time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.denials[runID] == nil {
+		s.denials[runID] = map[string]int{}
+	}
+	s.denials[runID][signature]++
+	return s.denials[runID][signature], nil
+}
+
+// ClearDenials forgets the run's denials.
+func (s *Store) ClearDenials(ctx context.Context, runID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.denials, runID)
+	return nil
+}
+
+// ToolPin returns a pin.
+func (s *Store) ToolPin(ctx context.Context, upstream, tool string) (portcullis.ToolPin, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.ToolPin{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pins[upstream+"/"+tool]
+	return p, ok, nil
+}
+
+// PutToolPin creates or replaces a pin.
+func (s *Store) PutToolPin(ctx context.Context, p portcullis.ToolPin) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p.Tool == "" || p.Hash == "" {
+		return fmt.Errorf("put tool pin: missing tool or hash")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pins[p.Upstream+"/"+p.Tool] = p
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangePin, ID: p.Upstream + "/" + p.Tool})
+	return nil
+}
+
+// ToolPins lists every pin by upstream and tool.
+func (s *Store) ToolPins(ctx context.Context) ([]portcullis.ToolPin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]portcullis.ToolPin, 0, len(s.pins))
+	for _, p := range s.pins {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Upstream != out[j].Upstream {
+			return out[i].Upstream < out[j].Upstream
+		}
+		return out[i].Tool < out[j].Tool
+	})
+	return out, nil
+}
+
+// AppendAudit chains the events to the log.
+func (s *Store) AppendAudit(ctx context.Context, evs ...portcullis.AuditEvent) ([]portcullis.AuditRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bodies := make([][]byte, len(evs))
+	for i := range evs {
+		b, err := portcullis.EncodeAuditBody(&evs[i])
+		if err != nil {
+			return nil, err
+		}
+		bodies[i] = b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]portcullis.AuditRecord, len(evs))
+	for i, b := range bodies {
+		prev, seq := s.auditHead()
+		r := portcullis.AuditRecord{Seq: seq + 1, Body: b, PrevHash: prev}
+		r.Hash = portcullis.ChainHash(prev, r.Seq, b)
+		s.audit = append(s.audit, auditRow{rec: r, ev: evs[i]})
+		out[i] = r
+	}
+	return out, nil
+}
+
+type auditRow struct {
+	rec portcullis.AuditRecord
+	ev  portcullis.AuditEvent
+}
+
+func (s *Store) auditHead() (hash string, seq int64) {
+	if n := len(s.audit); n > 0 {
+		r := s.audit[n-1].rec
+		return r.Hash, r.Seq
+	}
+	if s.checkpoint != nil {
+		return s.checkpoint.Hash, s.checkpoint.Seq
+	}
+	return portcullis.GenesisHash, 0
+}
+
+// QueryAudit filters the log.
+func (s *Store) QueryAudit(ctx context.Context, q portcullis.AuditQuery) ([]portcullis.AuditRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []portcullis.AuditRecord
+	match := func(r auditRow) bool {
+		ev := r.ev
+		return r.rec.Seq > q.AfterSeq && (q.BeforeSeq == 0 || r.rec.Seq < q.BeforeSeq) &&
+			(q.Session == "" || ev.Session == q.Session) && (q.Agent == "" || ev.Agent == q.Agent) &&
+			(q.Tool == "" || ev.Tool == q.Tool) && (q.Outcome == "" || ev.Outcome == q.Outcome) &&
+			(q.Kind == "" || ev.Kind == q.Kind) && (q.Since.IsZero() || !ev.Time.Before(q.Since)) &&
+			(q.Until.IsZero() || ev.Time.Before(q.Until))
+	}
+	if q.Newest {
+		for i := len(s.audit) - 1; i >= 0 && len(out) < limit; i-- {
+			if match(s.audit[i]) {
+				out = append(out, s.audit[i].rec)
+			}
+		}
+		return out, nil
+	}
+	for i := 0; i < len(s.audit) && len(out) < limit; i++ {
+		if match(s.audit[i]) {
+			out = append(out, s.audit[i].rec)
+		}
+	}
+	return out, nil
+}
+
+// ScanAudit walks the log in order.
+func (s *Store) ScanAudit(ctx context.Context, afterSeq int64, fn func(portcullis.AuditRecord) (bool, error)) error {
+	s.mu.Lock()
+	rows := make([]portcullis.AuditRecord, 0, len(s.audit))
+	for _, r := range s.audit {
+		if r.rec.Seq > afterSeq {
+			rows = append(rows, r.rec)
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range rows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		more, err := fn(r)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// PruneAudit drops the rows up to cp.Seq and keeps cp.
+func (s *Store) PruneAudit(ctx context.Context, cp portcullis.AuditCheckpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := sort.Search(len(s.audit), func(i int) bool { return s.audit[i].rec.Seq >= cp.Seq })
+	if i == len(s.audit) || s.audit[i].rec.Seq != cp.Seq || s.audit[i].rec.Hash != cp.Hash {
+		return portcullis.Errorf(portcullis.CodeInvalidRequest, "prune audit: checkpoint does not name row %d and its hash", cp.Seq)
+	}
+	s.audit = append([]auditRow(nil), s.audit[i+1:]...)
+	s.checkpoint = &cp
+	return nil
+}
+
+// AuditCheckpoint returns the checkpoint of the pruned prefix.
+func (s *Store) AuditCheckpoint(ctx context.Context) (portcullis.AuditCheckpoint, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.AuditCheckpoint{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.checkpoint == nil {
+		return portcullis.AuditCheckpoint{}, false, nil
+	}
+	return *s.checkpoint, true, nil
+}
+
+// Watch delivers changes made through this store.
+func (s *Store) Watch(ctx context.Context) (<-chan portcullis.Change, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := &watcher{ch: make(chan portcullis.Change, 64)}
+	s.mu.Lock()
+	s.watchers[w] = struct{}{}
+	s.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		delete(s.watchers, w)
+		close(w.ch)
+		s.mu.Unlock()
+	}()
+	return w.ch, nil
+}
+
+type watcher struct {
+	ch     chan portcullis.Change
+	missed bool
+}
+
+// publishLocked sends c to every watcher without blocking; a watcher that
+// falls behind is sent a resync as soon as it has room.
+func (s *Store) publishLocked(c portcullis.Change) {
+	for w := range s.watchers {
+		if w.missed {
+			select {
+			case w.ch <- portcullis.Change{Kind: portcullis.ChangeResync}:
+				w.missed = false
+			default:
+				continue
+			}
+		}
+		select {
+		case w.ch <- c:
+		default:
+			w.missed = true
+		}
+	}
+}
+
+// Close ends every watch.
+func (s *Store) Close() error { return nil }

@@ -1,0 +1,213 @@
+package portcullis
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// AuditKind says what an audit record is about.
+type AuditKind string
+
+// The audit kinds: every decision, and every human action.
+const (
+	AuditDecision AuditKind = "decision" // a call was decided
+	AuditApproval AuditKind = "approval" // a person approved or denied a call
+	AuditUnblock  AuditKind = "unblock"  // a block was cleared (with a code, or by an administrator)
+	AuditGrant    AuditKind = "grant"    // a grant was made or revoked
+	AuditPolicy   AuditKind = "policy"   // a policy was loaded or rejected
+	AuditTool     AuditKind = "tool"     // a tool definition change was accepted
+)
+
+// AuditEvent is one row of the audit log, as the gate writes it. The store
+// assigns Seq and chains it.
+type AuditEvent struct {
+	Kind       AuditKind `json:"kind"`
+	Time       time.Time `json:"time"`
+	DecisionID string    `json:"decisionId,omitempty"`
+	Session    string    `json:"session,omitempty"`
+	Agent      string    `json:"agent,omitempty"`
+	Tool       string    `json:"tool,omitempty"`
+	Outcome    Outcome   `json:"outcome,omitempty"`
+	// Request is the call as decided, with redacted arguments replaced.
+	Request *Call `json:"request,omitempty"`
+	// Decision is the decision, with its trace.
+	Decision *Decision `json:"decision,omitempty"`
+	// PolicyHash names the policy version in force.
+	PolicyHash string `json:"policyHash,omitempty"`
+	// LatencyNS is how long the decision took.
+	LatencyNS int64 `json:"latencyNs,omitempty"`
+	// Validator records the validator's call, when one was made.
+	Validator   *ValidatorRecord `json:"validator,omitempty"`
+	UserPresent bool             `json:"userPresent,omitempty"`
+	// Actor is the person (or administrator token) behind a human action.
+	Actor string `json:"actor,omitempty"`
+	// Detail is free text for human actions: a denial's reason, a policy
+	// load error.
+	Detail string `json:"detail,omitempty"`
+}
+
+// ValidatorRecord is what the audit keeps of a validator call.
+type ValidatorRecord struct {
+	Provider   string  `json:"provider"`
+	Model      string  `json:"model"`
+	PromptHash string  `json:"promptHash"`
+	Verdict    string  `json:"verdict"`
+	Confidence float64 `json:"confidence"`
+	LatencyNS  int64   `json:"latencyNs"`
+	Cached     bool    `json:"cached,omitempty"`
+	FailClosed bool    `json:"failClosed,omitempty"`
+}
+
+// AuditRecord is a stored audit row: the event's canonical bytes and its
+// place in the hash chain.
+type AuditRecord struct {
+	Seq int64 `json:"seq"`
+	// Body is the event's canonical JSON, exactly as hashed.
+	Body     json.RawMessage `json:"body"`
+	PrevHash string          `json:"prevHash"`
+	Hash     string          `json:"hash"`
+}
+
+// Event decodes the record's body.
+func (r *AuditRecord) Event() (AuditEvent, error) {
+	var ev AuditEvent
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.UseNumber()
+	if err := dec.Decode(&ev); err != nil {
+		return AuditEvent{}, fmt.Errorf("audit row %d: %w", r.Seq, err)
+	}
+	return ev, nil
+}
+
+// GenesisHash is the PrevHash of the first row of a chain.
+const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// EncodeAuditBody returns an event's canonical JSON.
+func EncodeAuditBody(ev *AuditEvent) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
+		return nil, fmt.Errorf("encode audit event: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// ChainHash is the hash of a row: SHA-256 over the previous row's hash, the
+// row's sequence number and its body, so an edit, a deletion, a reordering
+// or a row moved to another place all break the chain.
+func ChainHash(prev string, seq int64, body []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%d\n", prev, seq)
+	h.Write(body)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// AuditQuery filters the audit log. Zero fields do not filter.
+type AuditQuery struct {
+	Session string
+	Agent   string
+	Tool    string
+	Outcome Outcome
+	Kind    AuditKind
+	Since   time.Time // inclusive
+	Until   time.Time // exclusive
+	// AfterSeq and BeforeSeq page through the log: rows with AfterSeq < seq
+	// < BeforeSeq (BeforeSeq 0: no upper bound).
+	AfterSeq  int64
+	BeforeSeq int64
+	// Limit bounds the rows returned (0: the store's default, 100).
+	Limit int
+	// Newest returns the latest matching rows first.
+	Newest bool
+}
+
+// AuditLog is the durable, hash-chained audit log.
+type AuditLog interface {
+	// AppendAudit writes events durably, in order, chained to the log, and
+	// returns their records. When it returns nil the rows survive a crash:
+	// an allowed call is forwarded only after this returns. Implementations
+	// batch concurrent appends into one commit.
+	AppendAudit(ctx context.Context, evs ...AuditEvent) ([]AuditRecord, error)
+	// QueryAudit returns matching records in sequence order (or newest
+	// first).
+	QueryAudit(ctx context.Context, q AuditQuery) ([]AuditRecord, error)
+	// ScanAudit calls fn for every record with seq > afterSeq, in order,
+	// until fn returns false or an error.
+	ScanAudit(ctx context.Context, afterSeq int64, fn func(AuditRecord) (bool, error)) error
+	// PruneAudit deletes the rows up to cp.Seq and keeps cp in their place,
+	// in one transaction. cp.Hash must be the hash of row cp.Seq (else
+	// INVALID_REQUEST); the caller signs cp.
+	PruneAudit(ctx context.Context, cp AuditCheckpoint) error
+	// AuditCheckpoint returns the checkpoint of the pruned prefix, if any.
+	AuditCheckpoint(ctx context.Context) (AuditCheckpoint, bool, error)
+}
+
+// AuditCheckpoint stands for a pruned prefix of the log: the sequence
+// number and hash of the last pruned row, signed by whoever pruned it, so
+// the rows after it still verify.
+type AuditCheckpoint struct {
+	Seq       int64     `json:"seq"`
+	Hash      string    `json:"hash"`
+	Time      time.Time `json:"time"`
+	Signature string    `json:"signature"`
+}
+
+// AuditVerification is the result of checking the chain.
+type AuditVerification struct {
+	// Rows is how many rows were checked.
+	Rows int64 `json:"rows"`
+	// FirstSeq and LastSeq are the sequence numbers checked.
+	FirstSeq int64 `json:"firstSeq"`
+	LastSeq  int64 `json:"lastSeq"`
+	// BadSeq is the first row that does not verify (0: all verify), and
+	// Problem says why.
+	BadSeq  int64  `json:"badSeq,omitempty"`
+	Problem string `json:"problem,omitempty"`
+	// HeadHash is the hash of the last row: keep it to detect a later
+	// truncation of the tail.
+	HeadHash string `json:"headHash"`
+}
+
+// OK reports whether every row verified.
+func (v *AuditVerification) OK() bool { return v.BadSeq == 0 }
+
+// VerifyAudit checks the hash chain of the log from its start (or from the
+// checkpoint of a pruned prefix): every sequence number follows the one
+// before, every row names the previous row's hash, and every hash matches
+// its row. It stops at the first row that does not verify.
+func VerifyAudit(ctx context.Context, log AuditLog, cp *AuditCheckpoint) (AuditVerification, error) {
+	var v AuditVerification
+	prev, next := GenesisHash, int64(1)
+	if cp != nil {
+		prev, next = cp.Hash, cp.Seq+1
+	}
+	v.HeadHash = prev
+	err := log.ScanAudit(ctx, next-1, func(r AuditRecord) (bool, error) {
+		if v.Rows == 0 {
+			v.FirstSeq = r.Seq
+		}
+		switch {
+		case r.Seq != next:
+			v.BadSeq, v.Problem = next, fmt.Sprintf("row %d is missing (found row %d next)", next, r.Seq)
+		case r.PrevHash != prev:
+			v.BadSeq, v.Problem = r.Seq, "its previous hash does not match the row before it"
+		case ChainHash(prev, r.Seq, r.Body) != r.Hash:
+			v.BadSeq, v.Problem = r.Seq, "its contents do not match its hash (edited)"
+		}
+		if v.BadSeq != 0 {
+			return false, nil
+		}
+		v.Rows++
+		v.LastSeq = r.Seq
+		prev, next = r.Hash, r.Seq+1
+		v.HeadHash = prev
+		return true, nil
+	})
+	return v, err
+}
