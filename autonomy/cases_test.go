@@ -3,17 +3,82 @@ package autonomy_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/autonomy"
 )
 
 // caseFile is testdata/cases.json: the data-driven cases of this package,
 // one list per function under test.
 type caseFile struct {
-	Patterns []patternCase `json:"patterns"`
+	Patterns   []patternCase   `json:"patterns"`
+	Tiers      []tierCase      `json:"tiers"`
+	Scores     []scoreCase     `json:"scores"`
+	Sanitize   []sanitizeCase  `json:"sanitize"`
+	Thresholds []thresholdCase `json:"thresholds"`
 }
+
+// tierCase is one TierFor case. Danger, when set, is the danger pattern the
+// action must be found to contain ("" when it must contain none).
+type tierCase struct {
+	Name    string        `json:"name"`
+	Score   number        `json:"score"`
+	Action  string        `json:"action"`
+	Blocked bool          `json:"blocked"`
+	Want    autonomy.Tier `json:"want"`
+	Danger  string        `json:"danger"`
+}
+
+type scoreCase struct {
+	Endpoint   portcullis.Endpoint `json:"endpoint"`
+	Elevatable bool                `json:"elevatable"`
+	Want       float64             `json:"want"`
+}
+
+type sanitizeCase struct {
+	Value number  `json:"value"`
+	Want  float64 `json:"want"`
+}
+
+type thresholdCase struct {
+	Tolerance portcullis.RiskTolerance `json:"tolerance"`
+	Want      float64                  `json:"want"`
+}
+
+// number is a float64 that JSON can also give as "NaN", "+Inf" or "-Inf".
+type number float64
+
+func (n *number) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var f float64
+		if err := json.Unmarshal(b, &f); err != nil {
+			return err
+		}
+		*n = number(f)
+		return nil
+	}
+	switch s {
+	case "NaN":
+		*n = number(math.NaN())
+	case "+Inf":
+		*n = number(math.Inf(1))
+	case "-Inf":
+		*n = number(math.Inf(-1))
+	default:
+		return fmt.Errorf("number %q: want a JSON number, \"NaN\", \"+Inf\" or \"-Inf\"", s)
+	}
+	return nil
+}
+
+func (n number) String() string { return strconv.FormatFloat(float64(n), 'g', -1, 64) }
 
 // patternCase is one MatchPattern case. Repeat, when set, repeats the
 // pattern (or the text) that many times, for cases about length.

@@ -56,6 +56,34 @@ func TestMatchPatternPathological(t *testing.T) {
 	}
 }
 
+// TestMatchPatternInvalidUTF8: a byte that is not valid UTF-8 is one
+// character that equals only itself (JSON cannot carry these cases).
+func TestMatchPatternInvalidUTF8(t *testing.T) {
+	tests := []struct {
+		name, pattern, s string
+		want             bool
+	}{
+		{"same byte", "\xff", "\xff", true},
+		{"different bytes", "\xff", "\xfe", false},
+		{"not the replacement character", "\xff", "\uFFFD", false},
+		{"question mark takes an invalid byte", "?", "\xff", true},
+		{"a truncated sequence is two characters", "??", "\xe2\x82", true},
+		{"a whole sequence is one character", "?", "\xe2\x82\xac", true},
+		{"invalid byte in the suffix", "*\xe2", "abc\xe2", true},
+		{"truncated sequence before a valid one", "*\x82?", "\xe2\x82\xe2\x82\xac", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := autonomy.MatchPattern(tt.pattern, tt.s); got != tt.want {
+				t.Errorf("MatchPattern(%s) = %v; want %v", tt.name, got, tt.want)
+			}
+			if ref := refMatch(tt.pattern, tt.s); ref != tt.want {
+				t.Errorf("the reference matcher says %v for %s; the test says %v", ref, tt.name, tt.want)
+			}
+		})
+	}
+}
+
 // refMatch is the obvious matcher: dynamic programming over the characters
 // of the pattern and the text. It is quadratic, which is fine on the short
 // inputs it checks.
