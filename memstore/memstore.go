@@ -312,9 +312,17 @@ func (s *Store) FailedAttempts(ctx context.Context, agent string, since time.Tim
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(pruneBefore(s.failures[agent], since)), nil
+	n := 0
+	for _, t := range s.failures[agent] {
+		if !t.Before(since) {
+			n++
+		}
+	}
+	return n, nil
 }
 
+// pruneBefore drops the times before since, reusing ts's array: the caller
+// must store the result in place of ts.
 func pruneBefore(ts []time.Time, since time.Time) []time.Time {
 	out := ts[:0]
 	for _, t := range ts {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/memstore"
+	"github.com/portcullis/portcullis/storetest"
 )
 
 type clock struct {
@@ -128,4 +129,8 @@ func TestCanceledContext(t *testing.T) {
 	if _, _, err := s.UseGrant(ctx, portcullis.GrantQuery{}); err == nil {
 		t.Fatal("UseGrant with a canceled context succeeded")
 	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(_ testing.TB, clock portcullis.Clock) portcullis.Store { return memstore.New(clock) })
 }
