@@ -30,6 +30,8 @@ type Policy struct {
 	Migrations []Migration
 	// Approvals is `approvals`.
 	Approvals ApprovalsConfig
+	// Audit is `audit`.
+	Audit AuditConfig
 
 	// Source is the file the policy was read from ("" when built in code).
 	Source string
@@ -64,6 +66,9 @@ type ToolPolicy struct {
 	// PathArg is `pathArg`: the argument holding a file path; writes to the
 	// policy document are policy-write.
 	PathArg string
+	// Redact is `redact`: argument names whose values the audit log does
+	// not keep (in addition to audit.redact).
+	Redact []string
 	// Line is the line of the entry in the policy file (0 when built in code).
 	Line int
 }
@@ -196,3 +201,25 @@ type ApprovalsConfig struct {
 	// Wait is `wait`: how long a held call waits for a person (default 45s).
 	Wait time.Duration
 }
+
+// AuditConfig is `audit`.
+type AuditConfig struct {
+	// Redact is `redact`: argument names whose values the audit log does
+	// not keep, for every tool.
+	Redact []string
+	// Retention is `retention`.
+	Retention AuditRetention
+}
+
+// AuditRetention is `audit.retention`: how much of the audit log to keep.
+// Zero fields keep everything. Pruned rows leave a signed checkpoint, so
+// the rest of the chain still verifies.
+type AuditRetention struct {
+	// MaxAge is `maxAge`: rows older than this are pruned.
+	MaxAge time.Duration
+	// MaxRows is `maxRows`: only the newest this many rows are kept.
+	MaxRows int64
+}
+
+// RedactedValue replaces a redacted argument's value in the audit log.
+const RedactedValue = "[redacted]"

@@ -107,6 +107,11 @@ func (c *checker) run() {
 	} else if p.Approvals.Wait < 0 {
 		c.errorf(path{"approvals", "wait"}, at{path: "approvals.wait"}, "duration %s is not more than 0", p.Approvals.Wait)
 	}
+	if r := p.Audit.Retention; r.MaxAge < 0 {
+		c.errorf(path{"audit", "retention", "maxAge"}, at{path: "audit.retention.maxAge"}, "duration %s is not more than 0", r.MaxAge)
+	} else if r.MaxRows < 0 {
+		c.errorf(path{"audit", "retention", "maxRows"}, at{path: "audit.retention.maxRows"}, "%d is not more than 0", r.MaxRows)
+	}
 }
 
 // nameProblem says what is wrong with a tool name or alias, or "".

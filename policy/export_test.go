@@ -20,6 +20,8 @@ var Keys = map[string][]string{
 	"validator scope": validatorScopeKeys,
 	"migration":       migrationKeys,
 	"approvals":       approvalsKeys,
+	"audit":           auditKeys,
+	"retention":       retentionKeys,
 	"test file":       testFileKeys,
 	"case":            caseKeys,
 	"want":            wantKeys,

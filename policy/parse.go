@@ -14,8 +14,8 @@ import (
 
 // The keys of each mapping of the policy file, in the order of DESIGN.md.
 var (
-	topKeys            = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals"}
-	toolKeys           = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg"}
+	topKeys            = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit"}
+	toolKeys           = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "redact"}
 	elementKeys        = []string{"name", "type", "active", "gatekeeper", "autonomy"}
 	gatekeeperKeys     = []string{"allow", "confirm", "deny", "scope"}
 	scopeKeys          = []string{"allowedTypes", "blockedTypes"}
@@ -26,6 +26,8 @@ var (
 	validatorScopeKeys = []string{"risks", "tools", "shell"}
 	migrationKeys      = []string{"name", "paths"}
 	approvalsKeys      = []string{"wait"}
+	auditKeys          = []string{"redact", "retention"}
+	retentionKeys      = []string{"maxAge", "maxRows"}
 )
 
 // The defaults. The parser applies those whose zero value means something
@@ -347,6 +349,30 @@ func (p *parser) policy(root *yaml.Node) *portcullis.Policy {
 			p.mapping(v, w, approvalsKeys, func(_ string, _, v *yaml.Node) {
 				pol.Approvals.Wait, _ = p.duration(v, w.key("wait"))
 			})
+		case "audit":
+			p.mapping(v, w, auditKeys, func(key string, _, v *yaml.Node) {
+				w := w.key(key)
+				switch key {
+				case "redact":
+					pol.Audit.Redact = p.argNames(v, w)
+				case "retention":
+					p.mapping(v, w, retentionKeys, func(key string, _, v *yaml.Node) {
+						w := w.key(key)
+						switch key {
+						case "maxAge":
+							pol.Audit.Retention.MaxAge, _ = p.duration(v, w)
+						case "maxRows":
+							if n, ok := p.integer(v, w); ok {
+								if n <= 0 {
+									p.errorf(v, w, "%d is not more than 0 (want the number of newest rows to keep)", n)
+								} else {
+									pol.Audit.Retention.MaxRows = int64(n)
+								}
+							}
+						}
+					})
+				}
+			})
 		}
 	})
 	return pol
@@ -405,9 +431,23 @@ func (p *parser) tool(name string, k, v *yaml.Node) portcullis.ToolPolicy {
 			t.ShellArg = p.argName(v, w, "command")
 		case "pathArg":
 			t.PathArg = p.argName(v, w, "file path")
+		case "redact":
+			t.Redact = p.argNames(v, w)
 		}
 	})
 	return t
+}
+
+// argNames reads a list of argument names (`redact`): each non-empty.
+func (p *parser) argNames(v *yaml.Node, w at) []string {
+	names := p.strList(v, w)
+	for _, n := range names {
+		if strings.TrimSpace(n) == "" {
+			p.errorf(v, w, "an empty argument name (want the names of arguments whose values the audit log must not keep)")
+			break
+		}
+	}
+	return names
 }
 
 // argName reads shellArg or pathArg: present means non-empty.
