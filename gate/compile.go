@@ -68,6 +68,8 @@ type route struct {
 	trace string
 	// quoted is the name, quoted, for reasons.
 	quoted string
+	// redact names the arguments the audit log leaves out.
+	redact []string
 }
 
 // element is a compiled element.
@@ -127,6 +129,7 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 			risk:       t.Risk,
 			shellArg:   t.ShellArg,
 			pathArg:    t.PathArg,
+			redact:     t.Redact,
 		}
 		if t.Summary != "" {
 			tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Summary)

@@ -154,8 +154,12 @@ func (g *Gate) newID() string {
 }
 
 func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d portcullis.Decision, err error) {
-	e := &eval{g: g, c: c, pol: g.pol.Load(), dry: dry}
+	e := &eval{g: g, c: c, pol: g.pol.Load(), dry: dry, explain: dry}
 	e.d.DecisionID = g.newID()
+	var start time.Time
+	if g.store != nil && !dry {
+		start = g.clock.Now()
+	}
 	e.d.Tool = c.Tool
 	defer func() {
 		if r := recover(); r != nil {
@@ -185,12 +189,14 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 			return e.d, err
 		}
 		e.shadow()
-		return e.d, nil
 	default:
 		e.trace("mode", "enforce")
+		if err := e.pipeline(ctx); err != nil {
+			return e.d, err
+		}
 	}
-	if err := e.pipeline(ctx); err != nil {
-		return e.d, err
+	if g.store != nil && !e.explain {
+		e.audit(ctx, start)
 	}
 	return e.d, nil
 }
@@ -221,7 +227,8 @@ func (e *eval) pipeline(ctx context.Context) error {
 	default:
 		e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, e.allowReason())
 	}
-	// Stages: retry guard and audit run here.
+	// Stage: the retry guard runs here. The audit stage runs in decide,
+	// after shadow mode has had its say.
 	return nil
 }
 
@@ -230,8 +237,11 @@ type eval struct {
 	g   *Gate
 	c   *portcullis.Call
 	pol *compiled
-	dry bool
-	d   portcullis.Decision
+	// dry: change no state (explain and shadow); explain: write no audit
+	// row either.
+	dry     bool
+	explain bool
+	d       portcullis.Decision
 
 	r             *route // nil: unclassified
 	canonical     string
@@ -287,6 +297,12 @@ func (e *eval) endpoint() portcullis.Endpoint {
 func (e *eval) failClosed(stage string, err error) {
 	if e.canonical == "" {
 		e.canonical = e.c.Tool
+	}
+	if e.d.Outcome == portcullis.OutcomeStop {
+		// Already a hard stop: keep it, and say what else failed.
+		e.d.FailClosed = true
+		e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: "failed: " + err.Error(), Level: portcullis.Deny})
+		return
 	}
 	e.level = portcullis.Deny
 	e.d.Code = portcullis.CodeFailClosed

@@ -279,6 +279,9 @@ func (b brokenStore) Approval(context.Context, string) (portcullis.Approval, err
 	return portcullis.Approval{}, b.fail()
 }
 func (b brokenStore) PutBlock(context.Context, portcullis.Block) error { return b.fail() }
+func (b brokenStore) AppendAudit(context.Context, ...portcullis.AuditEvent) ([]portcullis.AuditRecord, error) {
+	return nil, b.fail()
+}
 func (b brokenStore) Block(context.Context, string) (portcullis.Block, bool, error) {
 	return portcullis.Block{}, false, b.fail()
 }
@@ -328,9 +331,10 @@ func TestStoreFailureFailsClosed(t *testing.T) {
 					t.Errorf("Decide(%s): fail-closed decision has no decision id", tool)
 				}
 			}
-			// Reads never touch the store and stay allowed.
-			if d := decide(t, g, portcullis.Call{Tool: "list_elements"}); d.Outcome != portcullis.OutcomeAllow {
-				t.Fatalf("Decide(list_elements) = %s; want allow", d.Outcome)
+			// Even a read is denied: its audit row cannot be written, and no
+			// allowed call may go unrecorded.
+			if d := decide(t, g, portcullis.Call{Tool: "list_elements"}); d.Outcome != portcullis.OutcomeDeny || !d.FailClosed {
+				t.Fatalf("Decide(list_elements) = %s failClosed=%v; want a fail-closed deny", d.Outcome, d.FailClosed)
 			}
 		})
 	}

@@ -1,0 +1,92 @@
+package gate
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/portcullis/portcullis"
+)
+
+// audit writes the decision's row durably before the decision is returned:
+// a caller forwards an allowed call only after this, so no allowed call is
+// ever missing from the log. When the row cannot be written an allowed call
+// is denied instead (fail closed); other outcomes stand, with the failure in
+// their trace.
+func (e *eval) audit(ctx context.Context, start time.Time) {
+	st := e.g.store
+	ev := portcullis.AuditEvent{
+		Kind:        portcullis.AuditDecision,
+		Time:        start,
+		DecisionID:  e.d.DecisionID,
+		Session:     e.c.Session,
+		Agent:       e.c.Agent,
+		Tool:        e.d.Tool,
+		Outcome:     e.d.Outcome,
+		Request:     e.redacted(),
+		PolicyHash:  e.pol.pol.Hash,
+		UserPresent: e.c.UserPresent,
+	}
+	d := e.d
+	d.Trace = append([]portcullis.TraceEntry(nil), e.d.Trace...)
+	ev.Decision = &d
+	ev.LatencyNS = int64(e.g.clock.Now().Sub(start))
+	recs, err := st.AppendAudit(ctx, ev)
+	if err != nil || len(recs) != 1 {
+		if err == nil {
+			err = errAuditShort
+		}
+		if e.d.Outcome == portcullis.OutcomeAllow {
+			e.d.Shadow = nil
+			e.failClosed("audit", err)
+			return
+		}
+		e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "audit", Result: "not recorded: " + err.Error(), Level: e.d.PermissionLevel})
+		return
+	}
+	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "audit", Result: "recorded as row " + strconv.FormatInt(recs[0].Seq, 10), Level: e.d.PermissionLevel})
+}
+
+var errAuditShort = portcullis.Errorf(portcullis.CodeFailClosed, "the store did not return the audit row")
+
+// redacted returns the request as the audit log keeps it: the values of
+// the arguments named by the policy's audit.redact and the tool's redact
+// replaced, in the call and in the grants it carries.
+func (e *eval) redacted() *portcullis.Call {
+	c := *e.c
+	names := e.pol.pol.Audit.Redact
+	if e.r != nil && len(e.r.redact) > 0 {
+		names = append(append([]string(nil), names...), e.r.redact...)
+	}
+	if len(names) == 0 {
+		return &c
+	}
+	c.Args = redactArgs(c.Args, names)
+	if len(c.Grants) > 0 {
+		c.Grants = append([]portcullis.Grant(nil), c.Grants...)
+		for i := range c.Grants {
+			c.Grants[i].Args = redactArgs(c.Grants[i].Args, names)
+		}
+	}
+	return &c
+}
+
+func redactArgs(args map[string]any, names []string) map[string]any {
+	var out map[string]any
+	for _, n := range names {
+		if _, ok := args[n]; !ok {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(args))
+			for k, v := range args {
+				out[k] = v
+			}
+		}
+		out[n] = portcullis.RedactedValue
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
