@@ -1,0 +1,396 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/portcullis/portcullis"
+)
+
+// auditRow is an event ready to be written: its canonical body and the
+// columns copied from it for the indexes.
+type auditRow struct {
+	time                                            int64
+	kind, decisionID, session, agent, tool, outcome string
+	body                                            []byte
+}
+
+// auditReq is one AppendAudit call waiting for the writer.
+type auditReq struct {
+	ctx   context.Context // the caller's: a request canceled before its batch begins is not written
+	rows  []auditRow
+	reply chan auditResult // buffered: the writer never waits for the caller
+}
+
+type auditResult struct {
+	recs []portcullis.AuditRecord
+	err  error
+}
+
+// auditWriter commits audit appends in batches (group commit): one goroutine
+// takes every request waiting, writes them in one transaction, one fsync,
+// and answers each caller after the commit.
+type auditWriter struct {
+	s *Store
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when the queue grows or the writer closes
+	queue  []*auditReq
+	closed bool
+	done   chan struct{} // closed when the writer has drained and ended
+}
+
+func newAuditWriter(s *Store) *auditWriter {
+	w := &auditWriter{s: s, done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	go w.run()
+	return w
+}
+
+// submit queues a request; it fails once the writer is closing.
+func (w *auditWriter) submit(req *auditReq) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errClosed
+	}
+	w.queue = append(w.queue, req)
+	w.cond.Signal()
+	return nil
+}
+
+// close stops taking requests, commits those queued and waits for the
+// writer to end.
+func (w *auditWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+}
+
+func (w *auditWriter) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.closed {
+			w.cond.Wait()
+		}
+		batch := w.queue
+		w.queue = nil
+		w.mu.Unlock()
+		if len(batch) == 0 {
+			return // closed and drained
+		}
+		w.commit(batch)
+	}
+}
+
+// commit writes a batch in one transaction and answers every request in
+// it: all with their records, or all with the error.
+func (w *auditWriter) commit(batch []*auditReq) {
+	live := batch[:0]
+	for _, req := range batch {
+		if err := req.ctx.Err(); err != nil {
+			req.reply <- auditResult{err: err}
+			continue
+		}
+		live = append(live, req)
+	}
+	if len(live) == 0 {
+		return
+	}
+	results, err := w.write(live)
+	for i, req := range live {
+		if err != nil {
+			req.reply <- auditResult{err: err}
+		} else {
+			req.reply <- auditResult{recs: results[i]}
+		}
+	}
+}
+
+// write appends the requests' rows in one transaction, chained to the head
+// of the log as it is in the file (another process may have appended).
+func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
+	// The batch is not the caller's alone: one caller's canceled context
+	// must not fail the others'. busy_timeout bounds the wait for the lock.
+	ctx := context.Background()
+	tx, err := w.s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	out, err := appendRows(ctx, tx, reqs)
+	if err != nil {
+		if rerr := tx.Rollback(); rerr != nil {
+			w.s.log.Warn("audit rollback failed", "err", rerr)
+		}
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return out, nil
+}
+
+const insertAudit = `INSERT INTO audit (seq, time, kind, decision_id, session, agent, tool, outcome, body, prev_hash, hash) VALUES `
+
+// auditBatchRows is how many rows one INSERT statement writes (11
+// parameters each, well under SQLite's limit of 32766).
+const auditBatchRows = 64
+
+func appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
+	seq, prev, err := auditHead(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]portcullis.AuditRecord, len(reqs))
+	var args []any
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		q := insertAudit + strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n-1) + "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		args, n = args[:0], 0
+		return nil
+	}
+	for i, req := range reqs {
+		recs := make([]portcullis.AuditRecord, len(req.rows))
+		for j, r := range req.rows {
+			seq++
+			h := portcullis.ChainHash(prev, seq, r.body)
+			recs[j] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			args = append(args, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h)
+			prev = h
+			if n++; n == auditBatchRows {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out[i] = recs
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// auditHead returns the sequence number and hash of the last row, of the
+// checkpoint when every row was pruned, or of the genesis.
+func auditHead(ctx context.Context, q queryer) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if err == nil {
+		return seq, hash, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, "", fmt.Errorf("read the head of the log: %w", err)
+	}
+	err = q.QueryRowContext(ctx, `SELECT seq, hash FROM audit_checkpoint WHERE id = 1`).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, portcullis.GenesisHash, nil
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("read the audit checkpoint: %w", err)
+	}
+	return seq, hash, nil
+}
+
+// AppendAudit writes the events durably, in order, chained to the log, and
+// returns their records. Concurrent calls are committed together; a call
+// returns after its batch is on disk, or with an error, and then none of
+// its rows was written.
+func (s *Store) AppendAudit(ctx context.Context, evs ...portcullis.AuditEvent) ([]portcullis.AuditRecord, error) {
+	if err := s.read(ctx, "append audit"); err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return []portcullis.AuditRecord{}, nil
+	}
+	req := &auditReq{ctx: ctx, rows: make([]auditRow, len(evs)), reply: make(chan auditResult, 1)}
+	for i := range evs {
+		ev := &evs[i]
+		body, err := portcullis.EncodeAuditBody(ev)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: append audit: %w", err)
+		}
+		req.rows[i] = auditRow{
+			time: nanos(ev.Time), kind: string(ev.Kind), decisionID: ev.DecisionID, session: ev.Session,
+			agent: ev.Agent, tool: ev.Tool, outcome: string(ev.Outcome), body: body,
+		}
+	}
+	if err := s.audit.submit(req); err != nil {
+		return nil, fmt.Errorf("sqlite: append audit: %w", err)
+	}
+	// Wait for the commit even if ctx ends meanwhile: the answer must say
+	// whether the rows were written.
+	res := <-req.reply
+	if res.err != nil {
+		return nil, fmt.Errorf("sqlite: append audit: %w", res.err)
+	}
+	return res.recs, nil
+}
+
+// QueryAudit returns the matching records in sequence order, or newest
+// first.
+func (s *Store) QueryAudit(ctx context.Context, q portcullis.AuditQuery) ([]portcullis.AuditRecord, error) {
+	if err := s.read(ctx, "query audit"); err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if q.Session != "" {
+		add("session = ?", q.Session)
+	}
+	if q.Agent != "" {
+		add("agent = ?", q.Agent)
+	}
+	if q.Tool != "" {
+		add("tool = ?", q.Tool)
+	}
+	if q.Outcome != "" {
+		add("outcome = ?", string(q.Outcome))
+	}
+	if q.Kind != "" {
+		add("kind = ?", string(q.Kind))
+	}
+	if !q.Since.IsZero() {
+		add("time >= ?", nanos(q.Since))
+	}
+	if !q.Until.IsZero() {
+		add("time < ?", nanos(q.Until))
+	}
+	if q.AfterSeq > 0 {
+		add("seq > ?", q.AfterSeq)
+	}
+	if q.BeforeSeq > 0 {
+		add("seq < ?", q.BeforeSeq)
+	}
+	query := `SELECT seq, body, prev_hash, hash FROM audit`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	if q.Newest {
+		query += ` ORDER BY seq DESC`
+	} else {
+		query += ` ORDER BY seq`
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.rdb.QueryContext(ctx, query+` LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query audit: %w", err)
+	}
+	out, err := scanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query audit: %w", err)
+	}
+	return out, nil
+}
+
+func scanRecords(rows *sql.Rows) ([]portcullis.AuditRecord, error) {
+	defer rows.Close()
+	var out []portcullis.AuditRecord
+	for rows.Next() {
+		var r portcullis.AuditRecord
+		var body []byte
+		if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash); err != nil {
+			return nil, err
+		}
+		r.Body = body
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanPage is how many rows ScanAudit reads at a time.
+const scanPage = 1000
+
+// ScanAudit calls fn for every record with seq > afterSeq, in order, until
+// fn returns false or an error (which it returns). It reads a page at a
+// time and calls fn with no query open, so fn may use the store.
+func (s *Store) ScanAudit(ctx context.Context, afterSeq int64, fn func(portcullis.AuditRecord) (bool, error)) error {
+	for {
+		if err := s.read(ctx, "scan audit"); err != nil {
+			return err
+		}
+		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, body, prev_hash, hash FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, scanPage)
+		if err != nil {
+			return fmt.Errorf("sqlite: scan audit: %w", err)
+		}
+		page, err := scanRecords(rows)
+		if err != nil {
+			return fmt.Errorf("sqlite: scan audit: %w", err)
+		}
+		for _, r := range page {
+			more, err := fn(r)
+			if err != nil || !more {
+				return err
+			}
+			afterSeq = r.Seq
+		}
+		if len(page) < scanPage {
+			return nil
+		}
+	}
+}
+
+// PruneAudit deletes the rows up to cp.Seq and keeps cp in their place, in
+// one transaction. INVALID_REQUEST when cp.Hash is not the hash of row
+// cp.Seq.
+func (s *Store) PruneAudit(ctx context.Context, cp portcullis.AuditCheckpoint) error {
+	return s.write(ctx, "prune audit", func(t *tx) error {
+		var hash string
+		err := t.QueryRowContext(t.ctx, `SELECT hash FROM audit WHERE seq = ?`, cp.Seq).Scan(&hash)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && hash != cp.Hash) {
+			return portcullis.Errorf(portcullis.CodeInvalidRequest, "checkpoint does not name row %d and its hash", cp.Seq)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := t.ExecContext(t.ctx, `DELETE FROM audit WHERE seq <= ?`, cp.Seq); err != nil {
+			return err
+		}
+		_, err = t.ExecContext(t.ctx, `INSERT INTO audit_checkpoint (id, seq, hash, time, signature) VALUES (1, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time, signature = excluded.signature`,
+			cp.Seq, cp.Hash, nanos(cp.Time), cp.Signature)
+		return err
+	})
+}
+
+// AuditCheckpoint returns the checkpoint of the pruned prefix, if any.
+func (s *Store) AuditCheckpoint(ctx context.Context) (portcullis.AuditCheckpoint, bool, error) {
+	if err := s.read(ctx, "audit checkpoint"); err != nil {
+		return portcullis.AuditCheckpoint{}, false, err
+	}
+	var cp portcullis.AuditCheckpoint
+	var at int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT seq, hash, time, signature FROM audit_checkpoint WHERE id = 1`).Scan(&cp.Seq, &cp.Hash, &at, &cp.Signature)
+	if errors.Is(err, sql.ErrNoRows) {
+		return portcullis.AuditCheckpoint{}, false, nil
+	}
+	if err != nil {
+		return portcullis.AuditCheckpoint{}, false, fmt.Errorf("sqlite: audit checkpoint: %w", err)
+	}
+	cp.Time = fromNanos(at)
+	return cp, true, nil
+}

@@ -1,0 +1,503 @@
+// Package sqlite is the embedded, durable portcullis.Store: one SQLite file
+// (modernc.org/sqlite, pure Go) in WAL mode with synchronous=FULL, so a write
+// has reached the disk when its method returns. Several processes may share
+// the file (the gateway and the `portcullis approve` CLI): every write runs
+// in a BEGIN IMMEDIATE transaction, so read-modify-write operations are
+// atomic across goroutines and processes alike, and Watch delivers changes
+// made by any of them.
+//
+// Audit appends are batched: concurrent AppendAudit calls are committed
+// together by one writer goroutine, one fsync for the batch.
+//
+// The package adapts SQLite to the root package's Store interface and does
+// nothing else: it imports only the standard library, the root package and
+// the driver, never the gate or another adapter.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/portcullis/portcullis"
+	sqlite3 "modernc.org/sqlite"
+	sqlite3lib "modernc.org/sqlite/lib"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Clock tells the time for approvals' expiry, grants' CreatedAt and the
+	// trimming of old rows. Nil means the system clock.
+	Clock portcullis.Clock
+	// Logger receives what goes wrong in the background (a watch that
+	// cannot poll, a failed trim). Nil discards.
+	Logger *slog.Logger
+}
+
+// Store is a portcullis.Store in one SQLite file. It is safe for concurrent
+// use, and for use by several processes on the same file.
+type Store struct {
+	path  string
+	clock portcullis.Clock
+	log   *slog.Logger
+
+	wdb *sql.DB // one connection: the writes of this process, in BEGIN IMMEDIATE transactions
+	rdb *sql.DB // a pool of read-only connections
+
+	grantsStmt *sql.Stmt // the candidates for UseGrant, on rdb
+
+	audit   *auditWriter
+	changed broadcast // signalled after every local write to the changes table
+
+	done    chan struct{} // closed by Close: watches and maintenance end
+	wg      sync.WaitGroup
+	closeMu sync.Mutex
+	closed  bool
+}
+
+var _ portcullis.Store = (*Store)(nil)
+
+// busyTimeout is how long a write waits for another process's transaction.
+const busyTimeout = 5 * time.Second
+
+// applicationID marks a SQLite file as a Portcullis store ("PCLS").
+const applicationID = 0x50434c53
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Open opens the store in the SQLite file at path, creating the file (mode
+// 0600) and its directory (mode 0700) when they do not exist, and brings the
+// schema up to date. It fails, naming the file, when the file is not a
+// SQLite database, is damaged, belongs to another program, or was written by
+// a newer Portcullis.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty path (name the state file, e.g. $XDG_STATE_HOME/portcullis/state.db)")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, done: make(chan struct{})}
+	if s.clock == nil {
+		s.clock = portcullis.SystemClock{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := s.createFile(); err != nil {
+		return nil, err
+	}
+	if err := s.open(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	s.audit = newAuditWriter(s)
+	s.wg.Add(1)
+	go s.maintain()
+	return s, nil
+}
+
+// createFile makes the directory (0700) and an empty file (0600) when they
+// are missing, so that SQLite and its -wal and -shm files inherit the mode.
+func (s *Store) createFile() error {
+	dir := filepath.Dir(s.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("sqlite: open %s: create directory: %w", s.path, err)
+	}
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	st, err := f.Stat()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("state file was readable by others; restricting it to its owner", "path", s.path, "mode", st.Mode().Perm().String())
+		if err := os.Chmod(s.path, 0o600); err != nil {
+			return fmt.Errorf("sqlite: open %s: restrict mode to 0600: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+// dsn returns the driver's name for the file: a file: URI (so no character
+// of the path is taken for a parameter) with the connection's pragmas.
+func (s *Store) dsn(write bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.Itoa(int(busyTimeout/time.Millisecond))+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if write {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(s.path), RawQuery: q.Encode()}
+	return u.String()
+}
+
+func (s *Store) open(ctx context.Context) error {
+	var err error
+	if s.wdb, err = sql.Open("sqlite", s.dsn(true)); err != nil {
+		return s.openErr(err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if err := s.wdb.PingContext(ctx); err != nil {
+		return s.openErr(err)
+	}
+	var mode string
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return s.openErr(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: open %s: the file is in journal mode %q, not WAL; keep the state directory on a local file system", s.path, mode)
+	}
+	if err := s.quickCheck(ctx); err != nil {
+		return err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+
+	if s.rdb, err = sql.Open("sqlite", s.dsn(false)); err != nil {
+		return s.openErr(err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	s.rdb.SetMaxOpenConns(n)
+	s.rdb.SetMaxIdleConns(n)
+	s.rdb.SetConnMaxLifetime(0)
+	s.rdb.SetConnMaxIdleTime(0)
+	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, selectGrants+` WHERE session = ? AND tool = ? AND (expires_at = 0 OR expires_at > ?) ORDER BY created_at, id`); err != nil {
+		return s.openErr(err)
+	}
+	return nil
+}
+
+// openErr explains an error met while opening the file.
+func (s *Store) openErr(err error) error {
+	var se *sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3lib.SQLITE_NOTADB, sqlite3lib.SQLITE_CORRUPT:
+			return fmt.Errorf("sqlite: open %s: the file is not a SQLite database or is damaged (%w); move it aside and restore it from a backup, or start with an empty store", s.path, err)
+		case sqlite3lib.SQLITE_CANTOPEN, sqlite3lib.SQLITE_PERM, sqlite3lib.SQLITE_READONLY:
+			return fmt.Errorf("sqlite: open %s: cannot open the file for writing (%w); check its owner and mode", s.path, err)
+		}
+	}
+	return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+}
+
+// quickCheck runs PRAGMA quick_check, so a damaged file is refused at
+// Open rather than failing later, one decision at a time.
+func (s *Store) quickCheck(ctx context.Context) error {
+	rows, err := s.wdb.QueryContext(ctx, "PRAGMA quick_check(5)")
+	if err != nil {
+		return s.openErr(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return s.openErr(err)
+		}
+		if p != "ok" {
+			problems = append(problems, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.openErr(err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("sqlite: open %s: the database is damaged (quick_check: %s); move it aside and restore it from a backup, or start with an empty store", s.path, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in order; their numbers run
+// from 1 without a gap.
+func migrations() ([]migration, error) {
+	entries, err := migrationFiles.ReadDir("migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", e.Name())
+		}
+		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: want number %d", m.name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// SchemaVersion is the newest schema this package knows.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// migrate applies the pending migrations in one transaction, after checking
+// that the file is a Portcullis store of a schema this binary knows.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	latest := len(ms)
+	// Most opens find the schema current and need no write lock.
+	version, err := s.checkSchema(ctx, s.wdb, latest)
+	if err != nil || version == latest {
+		return err
+	}
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return s.openErr(err)
+	}
+	defer func() {
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			s.log.Warn("rollback of the migration failed", "path", s.path, "err", err)
+		}
+	}()
+	// Another process may have migrated between the check and the lock.
+	if version, err = s.checkSchema(ctx, tx, latest); err != nil || version == latest {
+		return err
+	}
+	for _, m := range ms[version:] {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("sqlite: open %s: migration %s: %w", s.path, m.name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", latest)); err != nil {
+		return fmt.Errorf("sqlite: open %s: record schema version: %w", s.path, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+		return fmt.Errorf("sqlite: open %s: record application id: %w", s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: open %s: migrate: %w", s.path, err)
+	}
+	s.log.Info("state file migrated", "path", s.path, "from", version, "to", latest)
+	return nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// checkSchema returns the file's schema version, refusing a file of a newer
+// schema or of another program.
+func (s *Store) checkSchema(ctx context.Context, q queryer, latest int) (int, error) {
+	var version, appID, tables int
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, s.openErr(err)
+	}
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return 0, s.openErr(err)
+	}
+	if appID != 0 && appID != applicationID {
+		return 0, fmt.Errorf("sqlite: open %s: the file is a SQLite database of another program (application id %#x), not a Portcullis store", s.path, appID)
+	}
+	if version > latest {
+		return 0, fmt.Errorf("sqlite: open %s: the database was written by a newer Portcullis (schema %d, this binary knows up to %d); upgrade Portcullis", s.path, version, latest)
+	}
+	if version == 0 {
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+			return 0, s.openErr(err)
+		}
+		if tables > 0 {
+			return 0, fmt.Errorf("sqlite: open %s: the file is a SQLite database of another program (it has tables but no Portcullis schema version), not a Portcullis store", s.path)
+		}
+	}
+	return version, nil
+}
+
+// Close drains the audit queue, ends every watch and closes the file. It is
+// safe to call more than once.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	s.audit.close()
+	close(s.done)
+	s.wg.Wait()
+	return s.closeDBs()
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	if s.grantsStmt != nil {
+		errs = append(errs, s.grantsStmt.Close())
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// isClosed reports whether Close has begun.
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// errClosed is returned by a method called after Close.
+var errClosed = errors.New("the store is closed")
+
+// tx is a write transaction. change records a Change for watchers in it.
+type tx struct {
+	*sql.Tx
+	ctx     context.Context
+	now     int64
+	changed bool
+}
+
+func (t *tx) change(kind portcullis.ChangeKind, ref string) error {
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO changes (kind, ref, time) VALUES (?, ?, ?)`, string(kind), ref, t.now); err != nil {
+		return fmt.Errorf("record change: %w", err)
+	}
+	t.changed = true
+	return nil
+}
+
+// write runs fn in a BEGIN IMMEDIATE transaction and commits it; what must
+// read and then write (consuming a grant, deciding an approval, counting a
+// step) is atomic across goroutines and processes. Errors are wrapped with
+// op.
+func (s *Store) write(ctx context.Context, op string, fn func(*tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if s.isClosed() {
+		return fmt.Errorf("sqlite: %s: %w", op, errClosed)
+	}
+	sqlTx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: begin: %w", op, err)
+	}
+	t := &tx{Tx: sqlTx, ctx: ctx, now: nanos(s.clock.Now())}
+	if err := fn(t); err != nil {
+		if rerr := sqlTx.Rollback(); rerr != nil {
+			s.log.Warn("rollback failed", "op", op, "err", rerr)
+		}
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: %s: commit: %w", op, err)
+	}
+	if t.changed {
+		s.changed.notify()
+	}
+	return nil
+}
+
+// read checks ctx and the store's state before a read.
+func (s *Store) read(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if s.isClosed() {
+		return fmt.Errorf("sqlite: %s: %w", op, errClosed)
+	}
+	return nil
+}
+
+// nanos is t as Unix nanoseconds, 0 for the zero time. Times outside the
+// years 1678–2262 do not fit; Portcullis stores none.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos, in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// broadcast wakes every waiter at once: notify closes the current channel
+// and makes a new one.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+func (b *broadcast) notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+	}
+	b.ch = make(chan struct{})
+}
