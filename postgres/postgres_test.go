@@ -66,6 +66,23 @@ func adminConn(tb testing.TB, ctx context.Context, dsn string) *pgx.Conn {
 	return conn
 }
 
+// openStore opens a store on schema and closes it when the test ends.
+func openStore(tb testing.TB, dsn, schema string, clock portcullis.Clock) *postgres.Store {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := postgres.Open(ctx, dsn, postgres.Options{Clock: clock, Schema: schema})
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
 func TestConformance(t *testing.T) {
 	dsn := testDSN(t)
 	t.Parallel()
