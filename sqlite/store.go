@@ -225,7 +225,7 @@ func (s *Store) quickCheck(ctx context.Context) error {
 			return s.openErr(err)
 		}
 		if p != "ok" {
-			problems = append(problems, p)
+			problems = append(problems, strings.Join(strings.Fields(p), " "))
 		}
 	}
 	if err := rows.Err(); err != nil {
