@@ -23,6 +23,54 @@ type caseFile struct {
 	Scores     []scoreCase     `json:"scores"`
 	Sanitize   []sanitizeCase  `json:"sanitize"`
 	Thresholds []thresholdCase `json:"thresholds"`
+	Evaluate   []evaluateCase  `json:"evaluate"`
+}
+
+// evaluateCase is one Evaluate case: an input and the directive it must
+// give. Reason lists words the reason must contain; a continue must have
+// none.
+type evaluateCase struct {
+	Name  string    `json:"name"`
+	Input evalInput `json:"input"`
+	Want  evalWant  `json:"want"`
+}
+
+type evalInput struct {
+	Agent           string                 `json:"agent"`
+	Envelope        *portcullis.Autonomy   `json:"envelope"` // keys as in the policy file
+	Step            int                    `json:"step"`
+	PreviousOutcome portcullis.StepOutcome `json:"previousOutcome"`
+	RiskScore       *number                `json:"riskScore"`
+	NextActionHint  string                 `json:"nextActionHint"`
+	Blocked         bool                   `json:"blocked"`
+}
+
+func (in evalInput) input() autonomy.Input {
+	var risk *float64
+	if in.RiskScore != nil {
+		v := float64(*in.RiskScore)
+		risk = &v
+	}
+	return autonomy.Input{
+		Agent:           in.Agent,
+		Envelope:        in.Envelope,
+		Step:            in.Step,
+		PreviousOutcome: in.PreviousOutcome,
+		RiskScore:       risk,
+		NextActionHint:  in.NextActionHint,
+		Blocked:         in.Blocked,
+	}
+}
+
+// evalWant is the part of a Directive a case checks exactly.
+type evalWant struct {
+	Continue       bool          `json:"continue"`
+	Stopped        bool          `json:"stopped"`
+	Tier           autonomy.Tier `json:"tier"`
+	Challenge      bool          `json:"challenge"`
+	StepsRemaining int           `json:"stepsRemaining"`
+	RiskScore      float64       `json:"riskScore"`
+	Reason         []string      `json:"reason"`
 }
 
 // tierCase is one TierFor case. Danger, when set, is the danger pattern the

@@ -1,6 +1,7 @@
 package autonomy
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -23,12 +24,13 @@ const maxPatternChars = 500
 //     "bread";
 //   - a pattern longer than 500 characters never matches.
 //
-// There is no escaping and there are no character classes. Matching never
-// backtracks more than one segment: each run of literal characters between
-// two stars is matched at its leftmost place and never retried, so the time
-// is at most proportional to len(s) × the longest such run (at most 500), and
-// usually to len(s). Unlike the reference, a long s is still matched (it
-// never falls through to "no match"), and `*` also matches newlines.
+// There is no escaping and there are no character classes. Matching takes
+// time linear in len(s), whatever the pattern: each run of characters
+// between two stars is matched at its leftmost place and never retried, and
+// when the direct search for one does too much work it finishes with a
+// bit-parallel search (Shift-And) that reads each character of s once.
+// Unlike the reference, a long s is still matched (it never falls through
+// to "no match"), and `*` also matches newlines.
 func MatchPattern(pattern, s string) bool {
 	if len(pattern) > maxPatternChars && utf8.RuneCountInString(pattern) > maxPatternChars {
 		return false
@@ -136,17 +138,26 @@ func lowerASCII(c byte) byte {
 // matchPrefix matches a star-free segment against the start of s and
 // returns how many bytes of s it took.
 func matchPrefix(seg, s string) (int, bool) {
-	i := 0
-	for seg != "" {
+	i, j := 0, 0
+	for j < len(seg) {
 		if i == len(s) {
 			return 0, false
 		}
-		pc, pn := next(seg)
+		// Two ASCII characters fold only to each other.
+		if pc, sc := seg[j], s[i]; pc < utf8.RuneSelf && sc < utf8.RuneSelf {
+			if pc != '?' && pc != sc && lowerASCII(pc) != lowerASCII(sc) {
+				return 0, false
+			}
+			i++
+			j++
+			continue
+		}
+		pc, pn := next(seg[j:])
 		sc, sn := next(s[i:])
 		if pc != '?' && !foldEqual(pc, sc) {
 			return 0, false
 		}
-		seg = seg[pn:]
+		j += pn
 		i += sn
 	}
 	return i, true
@@ -172,9 +183,42 @@ func matchSuffix(seg, s string) (int, bool) {
 }
 
 // find finds the leftmost match of a non-empty, star-free segment in s and
-// returns where it ends.
+// returns where it ends. It tries each place in turn; when that has cost
+// more than a few steps per byte of s, it hands the rest of s to findShiftAnd.
 func find(seg, s string) (int, bool) {
+	return findDirect(seg, s, 4*len(s)+256)
+}
+
+// findDirect is find with a budget of steps.
+func findDirect(seg, s string, budget int) (int, bool) {
+	if plainASCII(seg) {
+		first := lowerASCII(seg[0])
+		// c|0x20 lower-cases an ASCII letter and makes no other byte one.
+		mask := byte(0)
+		if 'a' <= first && first <= 'z' {
+			mask = 0x20
+		}
+		for i := 0; i+len(seg) <= len(s); i++ {
+			if s[i]|mask != first {
+				continue
+			}
+			if budget -= len(seg); budget < 0 {
+				return findShiftAnd(seg, s, i)
+			}
+			k := 1
+			for k < len(seg) && lowerASCII(s[i+k]) == lowerASCII(seg[k]) {
+				k++
+			}
+			if k == len(seg) {
+				return i + k, true
+			}
+		}
+		return 0, false
+	}
 	for i := 0; i < len(s); {
+		if budget -= len(seg); budget < 0 {
+			return findShiftAnd(seg, s, i)
+		}
 		if n, ok := matchPrefix(seg, s[i:]); ok {
 			return i + n, true
 		}
@@ -182,4 +226,212 @@ func find(seg, s string) (int, bool) {
 		i += n
 	}
 	return 0, false
+}
+
+// plainASCII reports whether every character of seg is ASCII, none is `?`,
+// and none folds to a character outside ASCII. Only ASCII text can match
+// such a segment, byte for byte.
+func plainASCII(seg string) bool {
+	for i := 0; i < len(seg); i++ {
+		if c := seg[i]; c >= utf8.RuneSelf || c == '?' || foldsOutsideASCII(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// findShiftAnd is find by the Shift-And algorithm, from s[from:] on: bit j
+// of the state is set when the first j+1 characters of seg match the text
+// that ends at the current character. It reads each character of s once and
+// updates at most 8 words (seg has at most 500 characters) per character.
+func findShiftAnd(seg, s string, from int) (int, bool) {
+	var (
+		chars  [maxPatternChars]rune
+		ascii  [utf8.RuneSelf][8]uint64 // masks of the folded ASCII characters
+		wild   [8]uint64                // the positions of ?
+		others map[rune]*[8]uint64      // masks of the other folded characters
+		state  [8]uint64
+	)
+	m := 0
+	for rest := seg; rest != ""; m++ {
+		r, n := next(rest)
+		chars[m] = r
+		rest = rest[n:]
+	}
+	for j, c := range chars[:m] {
+		w, bit := j/64, uint64(1)<<(j%64)
+		switch c = canonical(c); {
+		case c == '?':
+			wild[w] |= bit
+		case c < utf8.RuneSelf:
+			ascii[c][w] |= bit
+		default:
+			if others == nil {
+				others = make(map[rune]*[8]uint64)
+			}
+			if others[c] == nil {
+				others[c] = new([8]uint64)
+			}
+			others[c][w] |= bit
+		}
+	}
+	words, lastWord, lastBit := (m+63)/64, (m-1)/64, uint64(1)<<((m-1)%64)
+	for i := from; i < len(s); {
+		r, n := next(s[i:])
+		i += n
+		c := canonical(r)
+		var masks *[8]uint64
+		if c < utf8.RuneSelf {
+			masks = &ascii[c]
+		} else {
+			masks = others[c]
+		}
+		carry := uint64(1)
+		for w := range words {
+			mask := wild[w]
+			if masks != nil {
+				mask |= masks[w]
+			}
+			out := state[w] >> 63
+			state[w] = (state[w]<<1 | carry) & mask
+			carry = out
+		}
+		if state[lastWord]&lastBit != 0 {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// canonical is one character of each class of characters that are equal
+// under simple case folding: lower-case ASCII when the class has an ASCII
+// member, else the class's least member.
+func canonical(r rune) rune {
+	if r < utf8.RuneSelf {
+		return rune(lowerASCII(byte(r)))
+	}
+	if r > unicode.MaxRune {
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	if least < utf8.RuneSelf {
+		return rune(lowerASCII(byte(least)))
+	}
+	return least
+}
+
+// foldsOutsideASCII reports whether an ASCII character has a case-folded
+// form outside ASCII: k and K fold to the Kelvin sign, s and S to the long s.
+func foldsOutsideASCII(c byte) bool {
+	switch c {
+	case 'k', 'K', 's', 'S':
+		return true
+	}
+	return false
+}
+
+// The evaluator matches every pattern of an envelope against the same
+// action hint, which is usually short and ASCII. It lower-cases the hint
+// once (lowerHint), and then matchHint matches each ASCII pattern against
+// the lower-cased bytes with bytes.Index, which is much faster than
+// MatchPattern's character-by-character search and gives the same answers:
+// in ASCII text, an ASCII character folds only to its other ASCII case, and
+// `?` is one byte.
+
+// maxLowerHint is the longest hint lowerHint lower-cases.
+const maxLowerHint = 256
+
+// lowerHint returns s lower-cased into buf when s is ASCII and fits in it;
+// otherwise nil.
+func lowerHint(buf []byte, s string) []byte {
+	if len(s) > cap(buf) {
+		return nil
+	}
+	buf = buf[:len(s)]
+	for i := range buf {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return nil
+		}
+		buf[i] = lowerASCII(c)
+	}
+	return buf
+}
+
+// matchHint is MatchPattern(pattern, s), faster when low is lowerHint of s.
+func matchHint(pattern, s string, low []byte) bool {
+	if low != nil {
+		if match, ok := matchLower(pattern, low); ok {
+			return match
+		}
+	}
+	return MatchPattern(pattern, s)
+}
+
+// matchLower matches an ASCII pattern against lower-cased ASCII text. ok
+// is false when it cannot tell: the pattern is not ASCII, or a segment
+// between stars holds `?` or is longer than 64 bytes.
+func matchLower(pattern string, low []byte) (match, ok bool) {
+	if len(pattern) > maxPatternChars {
+		return false, false // MatchPattern counts characters
+	}
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] >= utf8.RuneSelf {
+			return false, false
+		}
+	}
+	first := strings.IndexByte(pattern, '*')
+	if first < 0 {
+		return len(pattern) == len(low) && equalLower(pattern, low), true
+	}
+	last := strings.LastIndexByte(pattern, '*')
+	head, tail := pattern[:first], pattern[last+1:]
+	if len(head)+len(tail) > len(low) ||
+		!equalLower(head, low[:len(head)]) || !equalLower(tail, low[len(low)-len(tail):]) {
+		return false, true
+	}
+	rest := low[len(head) : len(low)-len(tail)]
+	var mid string
+	if first < last {
+		mid = pattern[first+1 : last]
+	}
+	var buf [64]byte
+	for mid != "" {
+		seg := mid
+		if i := strings.IndexByte(mid, '*'); i >= 0 {
+			seg, mid = mid[:i], mid[i+1:]
+		} else {
+			mid = ""
+		}
+		if seg == "" {
+			continue
+		}
+		if len(seg) > len(buf) || strings.IndexByte(seg, '?') >= 0 {
+			return false, false
+		}
+		needle := buf[:len(seg)]
+		for i := 0; i < len(seg); i++ {
+			needle[i] = lowerASCII(seg[i])
+		}
+		i := bytes.Index(rest, needle)
+		if i < 0 {
+			return false, true
+		}
+		rest = rest[i+len(seg):]
+	}
+	return true, true
+}
+
+// equalLower reports whether the star-free ASCII pattern p matches the
+// lower-cased text low of the same length.
+func equalLower(p string, low []byte) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c != '?' && lowerASCII(c) != low[i] {
+			return false
+		}
+	}
+	return true
 }

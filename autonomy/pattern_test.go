@@ -3,6 +3,7 @@ package autonomy_test
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/portcullis/portcullis/autonomy"
@@ -128,4 +129,17 @@ func sameChar(a, b string) bool {
 		return a == b
 	}
 	return strings.EqualFold(a, b)
+}
+
+// TestFoldsOutsideASCII checks the claim MatchPattern's fast path rests
+// on: of the ASCII characters, only k, K, s and S have a simple case fold
+// outside ASCII.
+func TestFoldsOutsideASCII(t *testing.T) {
+	for c := rune(0); c < utf8.RuneSelf; c++ {
+		for r := unicode.SimpleFold(c); r != c; r = unicode.SimpleFold(r) {
+			if r >= utf8.RuneSelf && !strings.ContainsRune("kKsS", c) {
+				t.Errorf("%q folds to %U, outside ASCII; MatchPattern's search for a segment starting with it would miss it", c, r)
+			}
+		}
+	}
 }

@@ -111,6 +111,12 @@ var dangerNames = [...]string{
 // rmMaxWords is how many words after `rm` are searched for its flags.
 const rmMaxWords = 16
 
+// dangerStart marks the bytes a danger pattern can start with.
+var dangerStart = [256]bool{
+	'r': true, 'R': true, 'd': true, 'D': true, 'e': true, 'E': true,
+	'c': true, 'C': true, 'p': true, 'P': true,
+}
+
 // dangerPattern returns the index in dangerNames of the first danger
 // pattern (in that list's order) that s contains, or -1. It reads s once,
 // plus at most one scan for the WHERE of a DELETE FROM and at most
@@ -123,38 +129,45 @@ func dangerPattern(s string) int {
 		}
 	}
 	deleteSeen := false
-	for i := 0; i < len(s) && found != 0; i++ {
-		switch lowerASCII(s[i]) {
-		case 'r':
-			if hasFoldAt(s, i, "rm") && rmRecursiveForce(s, i+2) {
+	for i := 0; i+1 < len(s) && found != 0; i++ {
+		if !dangerStart[s[i]] {
+			continue
+		}
+		// c|0x20 lower-cases an ASCII letter, and makes no other byte one.
+		switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
+		case 'r'<<8 | 'm':
+			if rmRecursiveForce(s, i+2) {
 				better(0)
 			}
-		case 'd':
+		case 'd'<<8 | 'r':
 			if _, ok := words(s, i, "drop", "table"); ok {
 				better(1)
-			} else if !deleteSeen {
-				if j, ok := words(s, i, "delete", "from"); ok {
-					// Only the first DELETE FROM needs its WHERE searched:
-					// any later one is followed by less text.
-					deleteSeen = true
-					if whereOneEqualsOne(s, j) {
-						better(2)
-					}
+			}
+		case 'd'<<8 | 'e':
+			if deleteSeen {
+				break
+			}
+			if j, ok := words(s, i, "delete", "from"); ok {
+				// Only the first DELETE FROM needs its WHERE searched: any
+				// later one is followed by less text.
+				deleteSeen = true
+				if whereOneEqualsOne(s, j) {
+					better(2)
 				}
 			}
-		case 'e':
-			if (hasFoldAt(s, i, "eval") || hasFoldAt(s, i, "exec")) && hasFoldAt(s, skipSpace(s, i+4), "(") {
-				if lowerASCII(s[i+2]) == 'a' {
-					better(3)
-				} else {
-					better(4)
-				}
+		case 'e'<<8 | 'v':
+			if hasFoldAt(s, i, "eval") && hasFoldAt(s, skipSpace(s, i+4), "(") {
+				better(3)
 			}
-		case 'c':
+		case 'e'<<8 | 'x':
+			if hasFoldAt(s, i, "exec") && hasFoldAt(s, skipSpace(s, i+4), "(") {
+				better(4)
+			}
+		case 'c'<<8 | 'h':
 			if hasFoldAt(s, i, "child_process") {
 				better(5)
 			}
-		case 'p':
+		case 'p'<<8 | 'r':
 			if hasFoldAt(s, i, "process.exit") {
 				better(6)
 			}
