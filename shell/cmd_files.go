@@ -1,0 +1,433 @@
+package shell
+
+import (
+	"strconv"
+	"strings"
+)
+
+func init() {
+	register(rmCmd, "rm")
+	register(findCmd, "find")
+	register(fdCmd, "fd", "fdfind")
+	register(func(c *cmd) {
+		c.danger(scoreDestroy, true, c.name+" overwrites files so they cannot be recovered")
+	}, "shred", "srm", "wipe")
+	register(func(c *cmd) {
+		c.danger(scoreDestroy-5, true, "truncate cuts files short, destroying their contents")
+	}, "truncate")
+	register(func(c *cmd) {
+		c.danger(scoreCatastrophe, true, c.name+" creates a file system, erasing the device")
+	}, "mkfs", "mke2fs", "mkswap", "newfs", "mkdosfs")
+	register(func(c *cmd) {
+		c.danger(scoreCatastrophe, true, "wipefs erases file system signatures")
+	}, "wipefs")
+	register(partitionCmd, "fdisk", "sfdisk", "gdisk", "sgdisk", "cfdisk", "parted", "diskutil")
+	register(ddCmd, "dd")
+	register(chmodCmd, "chmod")
+	register(chownCmd, "chown", "chgrp")
+	register(copyCmd, "cp", "mv", "install", "ln", "rsync", "scp")
+	register(teeCmd, "tee")
+	register(sedCmd, "sed", "gsed")
+	register(awkCmd, "awk", "gawk", "mawk", "nawk")
+	register(func(c *cmd) { c.moderate(scoreWrite, c.name+" changes files") },
+		"touch", "mkdir", "rmdir", "zip", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "7z", "zstd",
+		"patch", "mktemp", "mkfifo", "dos2unix", "unix2dos", "sponge", "git-lfs")
+	register(func(c *cmd) { c.add(Moderate, scoreWrite, true, "unlink deletes a file") }, "unlink")
+	register(tarCmd, "tar")
+	register(unzipCmd, "unzip")
+	register(func(c *cmd) {
+		c.danger(scoreDangerous, false, c.name+" changes file attributes that even root must undo")
+	}, "chattr", "chflags")
+	register(func(c *cmd) { c.danger(scoreDangerous, false, c.name+" changes file capabilities") }, "setcap", "setfacl")
+}
+
+// rmCmd: rm with -r and -f (in any spelling) is dangerous; with -r or on a
+// critical path (/, ~, /etc, *) too; a plain rm is moderate.
+func rmCmd(c *cmd) {
+	args := c.args()
+	recursive := flagged(args, "rR", "--recursive")
+	force := flagged(args, "f", "--force")
+	noRoot := flagged(args, "", "--no-preserve-root")
+	ops := operands(args)
+	critical := ""
+	for _, o := range ops {
+		if isCritical(c.w.c.normPath(o.s)) {
+			critical = o.s
+			break
+		}
+	}
+	switch {
+	case noRoot:
+		c.danger(scoreCatastrophe, true, "rm --no-preserve-root")
+	case critical != "" && (recursive || force):
+		c.danger(scoreCatastrophe, true, "rm "+flagWords(recursive, force)+"on "+critical)
+	case recursive && force:
+		c.danger(scoreDestroy, true, "rm with -r and -f")
+	case critical != "":
+		c.danger(scoreDestroy, true, "rm on "+critical)
+	case recursive:
+		c.add(Moderate, scoreModerateHigh, true, "rm -r deletes directory trees")
+	default:
+		c.add(Moderate, scoreModerate, true, "rm deletes files")
+	}
+}
+
+func flagWords(r, f bool) string {
+	switch {
+	case r && f:
+		return "with -r and -f "
+	case r:
+		return "with -r "
+	}
+	return "with -f "
+}
+
+// findCmd: find only lists, unless it deletes (-delete) or runs commands
+// (-exec), which are judged as commands of their own.
+func findCmd(c *cmd) {
+	args := c.args()
+	root := ""
+	for _, a := range args {
+		if strings.HasPrefix(a.s, "-") || a.s == "(" || a.s == "!" {
+			break
+		}
+		if root == "" {
+			root = a.s
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		switch args[i].s {
+		case "-delete":
+			score := scoreDestroy
+			if isCritical(c.w.c.normPath(root)) {
+				score = scoreCatastrophe
+			}
+			c.danger(score, true, "find -delete deletes every file it matches")
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].s != ";" && args[j].s != "+" {
+				j++
+			}
+			run := args[i+1 : j]
+			if len(run) > 0 {
+				if n := commandName(run[0].s); n == "rm" || n == "shred" || n == "unlink" {
+					c.danger(scoreDestroy, true, "find "+args[i].s+" "+n+" deletes every file it matches")
+				}
+				if id := run[0].id; id >= 0 && id < len(c.sh.cmdPos) {
+					c.sh.cmdPos[id] = true
+				}
+				c.w.simple(append([]field(nil), run...), stdin{})
+			}
+			i = j
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			c.moderate(scoreWrite, "find "+args[i].s+" writes a file")
+		}
+	}
+}
+
+func fdCmd(c *cmd) {
+	args := c.args()
+	for i, a := range args {
+		if a.s == "-x" || a.s == "--exec" || a.s == "-X" || a.s == "--exec-batch" {
+			run := args[i+1:]
+			if len(run) > 0 {
+				if n := commandName(run[0].s); n == "rm" || n == "shred" {
+					c.danger(scoreDestroy, true, c.name+" "+a.s+" "+n+" deletes every file it matches")
+				}
+				c.w.simple(append([]field(nil), run...), stdin{})
+			}
+			return
+		}
+	}
+}
+
+func partitionCmd(c *cmd) {
+	if flagged(c.args(), "lp", "--list", "--print") || c.name == "diskutil" && (c.arg(1) == "list" || c.arg(1) == "info") {
+		c.moderate(scoreModerate, c.name+" reads the partition table")
+		return
+	}
+	c.danger(scoreCatastrophe, true, c.name+" changes a disk's partitions")
+}
+
+// ddCmd: dd of= writes straight to a file or a device.
+func ddCmd(c *cmd) {
+	out := ""
+	for _, a := range c.args() {
+		if v, ok := strings.CutPrefix(a.s, "of="); ok {
+			out = v
+		}
+	}
+	switch p := c.w.c.normPath(out); {
+	case out == "":
+		c.moderate(scoreModerate, "dd copies raw data")
+	case harmlessDevice(p):
+		c.moderate(scoreModerate, "dd copies raw data")
+	case isDiskDevice(p):
+		c.danger(scoreCatastrophe, true, "dd writes straight to the disk device "+p)
+	default:
+		c.danger(scoreDestroy-5, true, "dd of= overwrites "+out)
+	}
+}
+
+// chmodCmd: world-writable modes, setuid and setgid are dangerous, as is a
+// recursive change on a system path.
+func chmodCmd(c *cmd) {
+	args := c.args()
+	recursive := flagged(args, "R", "--recursive")
+	ops := operands(args)
+	if len(ops) == 0 {
+		return
+	}
+	mode := ops[0].s
+	var targets []string
+	for _, t := range ops[1:] {
+		targets = append(targets, t.s)
+	}
+	switch {
+	case worldWritable(mode):
+		score := scoreDangerous
+		if recursive {
+			score = scoreDangerHigh
+		}
+		c.danger(score, false, "chmod "+mode+" makes files writable by everyone")
+	case setID(mode):
+		c.danger(scoreDangerHigh, false, "chmod "+mode+" sets setuid or setgid, letting a program run with its owner's rights")
+	case recursive && anySystem(c, targets):
+		c.danger(scoreDangerous, false, "chmod -R on a system path")
+	default:
+		c.moderate(scoreWrite, "chmod changes file permissions")
+	}
+}
+
+func worldWritable(mode string) bool {
+	if n, err := strconv.ParseUint(mode, 8, 32); err == nil && len(mode) >= 3 {
+		return n&0o002 != 0
+	}
+	for _, clause := range strings.Split(mode, ",") {
+		who, perm, ok := cutAny(clause, "+=")
+		if !ok {
+			continue
+		}
+		if strings.ContainsAny(who, "oa") && strings.Contains(perm, "w") {
+			return true
+		}
+	}
+	return false
+}
+
+func setID(mode string) bool {
+	if n, err := strconv.ParseUint(mode, 8, 32); err == nil && len(mode) >= 4 {
+		return n&0o6000 != 0
+	}
+	for _, clause := range strings.Split(mode, ",") {
+		if _, perm, ok := cutAny(clause, "+="); ok && strings.Contains(perm, "s") {
+			return true
+		}
+	}
+	return false
+}
+
+// cutAny cuts s around the first of the separator characters.
+func cutAny(s, seps string) (before, after string, found bool) {
+	if i := strings.IndexAny(s, seps); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, "", false
+}
+
+func anySystem(c *cmd, paths []string) bool {
+	for _, p := range paths {
+		n := c.w.c.normPath(p)
+		if isSystemPath(n) || isCritical(n) {
+			return true
+		}
+	}
+	return false
+}
+
+func chownCmd(c *cmd) {
+	args := c.args()
+	ops := operands(args)
+	var targets []string
+	for _, t := range ops[min(1, len(ops)):] {
+		targets = append(targets, t.s)
+	}
+	switch {
+	case anySystem(c, targets):
+		c.danger(scoreDangerous+5, false, c.name+" changes the owner of system files")
+	case flagged(args, "R", "--recursive"):
+		c.danger(scoreDangerous, false, c.name+" -R changes the owner of whole trees")
+	default:
+		c.moderate(scoreWrite, c.name+" changes file ownership")
+	}
+}
+
+// copyCmd: cp, mv, install, ln, rsync and scp write their destination;
+// onto a disk device, /dev/null, a system path or a start-up file they are
+// dangerous; rsync --delete destroys.
+func copyCmd(c *cmd) {
+	args := c.args()
+	ops := operands(args)
+	if c.name == "rsync" && flagged(args, "", "--delete", "--delete-before", "--delete-during", "--delete-after", "--delete-excluded", "--del", "--remove-source-files") {
+		c.danger(scoreDestroy-5, true, "rsync --delete deletes files at the destination")
+		return
+	}
+	if len(ops) == 0 {
+		c.moderate(scoreWrite, c.name+" writes files")
+		return
+	}
+	dest := ops[len(ops)-1].s
+	if v, ok := value(optsOf(args), "-t", "--target-directory"); ok {
+		dest = v.val
+	}
+	p := c.w.c.normPath(dest)
+	switch {
+	case isDiskDevice(p):
+		c.danger(scoreCatastrophe, true, c.name+" writes straight to the disk device "+p)
+	case p == "/dev/null" && c.name == "mv":
+		c.danger(scoreDestroy, true, "mv to /dev/null destroys the files")
+	case harmlessDevice(p):
+		c.moderate(scoreWrite, c.name+" writes to "+p)
+	case isStartupFile(p):
+		c.danger(scoreDangerHigh, false, c.name+" changes "+dest+", which runs or grants access at every login")
+	case isSystemPath(p):
+		c.danger(scoreDangerHigh, true, c.name+" overwrites system files in "+dest)
+	case c.name == "mv":
+		c.moderate(scoreWrite, "mv moves files")
+	default:
+		c.moderate(scoreWrite, c.name+" writes files")
+	}
+}
+
+// optsOf reads every option wherever it stands, for the few handlers that
+// need an option's value.
+func optsOf(args []field) []opt {
+	var out []opt
+	for i, f := range args {
+		if f.s == "--" {
+			break
+		}
+		if strings.HasPrefix(f.s, "--") {
+			name, val, _ := strings.Cut(f.s, "=")
+			out = append(out, opt{name: name, val: val})
+		} else if len(f.s) == 2 && f.s[0] == '-' && i+1 < len(args) {
+			out = append(out, opt{name: f.s, val: args[i+1].s, f: args[i+1]})
+		}
+	}
+	return out
+}
+
+func teeCmd(c *cmd) {
+	appendOnly := flagged(c.args(), "a", "--append")
+	for _, o := range operands(c.args()) {
+		c.w.checkTarget(o, true, appendOnly)
+		c.skipField(o)
+	}
+}
+
+// sedCmd: sed prints unless it edits in place (-i) or its script writes
+// files (w) or runs commands (e).
+func sedCmd(c *cmd) {
+	args := c.args()
+	if flagged(args, "i", "--in-place") {
+		c.moderate(scoreWrite, "sed -i edits files in place")
+	}
+	var scripts []string
+	opts, i := scanOpts(c.argv, 1, "efl", "--expression", "--file", "--line-length")
+	for _, o := range opts {
+		if o.name == "-e" || o.name == "--expression" {
+			scripts = append(scripts, o.val)
+		}
+	}
+	if len(scripts) == 0 && i < len(c.argv) {
+		scripts = append(scripts, c.argv[i].s)
+	}
+	for _, s := range scripts {
+		if sedRuns(s) {
+			c.danger(scoreDangerous, false, "the sed script runs commands (e)")
+		} else if sedWrites(s) {
+			c.moderate(scoreWrite, "the sed script writes files (w)")
+		}
+	}
+}
+
+// sedRuns reports whether a sed script uses the e command or the s///e
+// flag, which run shell commands.
+func sedRuns(s string) bool {
+	for _, cmdText := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
+		t := strings.TrimLeft(strings.TrimSpace(cmdText), "0123456789,$/!^ ")
+		if t == "e" || strings.HasPrefix(t, "e ") {
+			return true
+		}
+		if strings.HasPrefix(strings.TrimSpace(cmdText), "s") && len(cmdText) > 1 {
+			sep := strings.TrimSpace(cmdText)[1]
+			parts := strings.Split(strings.TrimSpace(cmdText), string(sep))
+			if len(parts) >= 4 && strings.Contains(parts[len(parts)-1], "e") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sedWrites(s string) bool {
+	for _, cmdText := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
+		t := strings.TrimLeft(strings.TrimSpace(cmdText), "0123456789,$/!^ ")
+		if strings.HasPrefix(t, "w ") || strings.HasPrefix(t, "W ") {
+			return true
+		}
+	}
+	return false
+}
+
+// awkCmd: an awk program that calls system(), pipes to a command or opens
+// a network socket is judged by what it can do.
+func awkCmd(c *cmd) {
+	opts, i := scanOpts(c.argv, 1, "fvF", "--file", "--assign", "--field-separator")
+	if has(opts, "-f", "--file") || i >= len(c.argv) {
+		if has(opts, "-f", "--file") {
+			c.moderate(scoreModerate, c.name+" runs a program file")
+		}
+		return
+	}
+	prog := strings.ToLower(c.argv[i].s)
+	switch {
+	case strings.Contains(prog, "/inet/"):
+		c.block("reverse shell: " + c.name + " opens a network socket (/inet/)")
+	case strings.Contains(prog, "system(") || strings.Contains(prog, "| getline") || strings.Contains(prog, "|&") ||
+		strings.Contains(prog, "print |") || strings.Contains(prog, "printf |") || strings.Contains(prog, `print|`):
+		c.danger(scoreDangerous, false, "the "+c.name+" program runs shell commands")
+	case strings.Contains(prog, "print >") || strings.Contains(prog, "printf >") || strings.Contains(prog, "print>"):
+		c.moderate(scoreWrite, "the "+c.name+" program writes files")
+	}
+}
+
+func tarCmd(c *cmd) {
+	args := c.args()
+	first := c.arg(1)
+	mode := first
+	if strings.HasPrefix(first, "-") {
+		mode = first[1:]
+	}
+	switch {
+	case flagged(args, "", "--list") || !strings.HasPrefix(first, "--") && strings.Contains(mode, "t"):
+		return
+	case flagged(args, "", "--remove-files"):
+		c.add(Moderate, scoreModerateHigh, true, "tar --remove-files deletes the files it archives")
+	case flagged(args, "", "--extract", "--get") || !strings.HasPrefix(first, "--") && strings.Contains(mode, "x"):
+		if v, ok := value(optsOf(args), "-C", "--directory"); ok && (isSystemPath(c.w.c.normPath(v.val)) || c.w.c.normPath(v.val) == "/") {
+			c.danger(scoreDangerHigh, true, "tar extracts over system files in "+v.val)
+			return
+		}
+		c.moderate(scoreWrite, "tar extracts files")
+	default:
+		c.moderate(scoreWrite, "tar writes an archive")
+	}
+}
+
+func unzipCmd(c *cmd) {
+	if flagged(c.args(), "lvtZ", "--list") {
+		return
+	}
+	c.moderate(scoreWrite, "unzip extracts files")
+}

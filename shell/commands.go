@@ -1,0 +1,238 @@
+package shell
+
+import (
+	"strings"
+)
+
+// cmd is one layer of a simple command: sudo rm -rf x has the layers
+// [sudo rm -rf x] and [rm -rf x]. A handler judges its layer and, for a
+// wrapper, names the command it runs in next.
+type cmd struct {
+	w        *walker
+	argv     []field
+	name     string // argv[0]'s base name
+	in       stdin
+	findings []finding
+	next     []field   // the command a wrapper runs
+	script   bool      // its code was walked as shell code; not itself a command to report
+	canon    []string  // argv without global options (git -C x push is git push), for rules
+	flags    stageInfo // what it does, for judging a pipeline
+	sh       *simpleCtx
+}
+
+// simpleCtx is shared by the layers of one simple command.
+type simpleCtx struct {
+	cmdPos   []bool // argv positions holding a command name
+	skip     []bool // positions not to check as paths (code walked elsewhere)
+	noSecret []bool // positions naming a key used for its purpose (ssh -i)
+	meta     bool   // the command only looks at files' names, not their contents
+}
+
+type handler func(c *cmd)
+
+var handlers = map[string]handler{}
+
+func register(h handler, names ...string) {
+	for _, n := range names {
+		handlers[n] = h
+	}
+}
+
+// lookup finds the handler of a command name: python3.12 is python,
+// mkfs.ext4 is mkfs.
+func lookup(name string) (handler, bool) {
+	if h, ok := handlers[name]; ok {
+		return h, true
+	}
+	if strings.HasPrefix(name, "mkfs.") || strings.HasPrefix(name, "mke2fs") {
+		return handlers["mkfs"], true
+	}
+	if t := strings.TrimRight(name, "0123456789.-"); t != name && t != "" {
+		if h, ok := handlers[t]; ok {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// commandName returns the base name of a command word: /usr/bin/rm is rm.
+func commandName(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 && i < len(s)-1 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func (c *cmd) args() []field { return c.argv[1:] }
+
+// arg returns the value of argv[i], or "".
+func (c *cmd) arg(i int) string {
+	if i < len(c.argv) {
+		return c.argv[i].s
+	}
+	return ""
+}
+
+func (c *cmd) add(cat Category, score int, irreversible bool, reason string) {
+	c.findings = append(c.findings, finding{cat: cat, score: score, irreversible: irreversible, reason: reason, lowerable: cat == Moderate})
+}
+
+func (c *cmd) moderate(score int, reason string) { c.add(Moderate, score, false, reason) }
+
+func (c *cmd) danger(score int, irreversible bool, reason string) {
+	c.add(Dangerous, score, irreversible, reason)
+}
+
+func (c *cmd) block(reason string) { c.add(Blocked, scoreBlocked, false, reason) }
+
+// skipField marks a field whose text is code walked elsewhere, so it is not
+// also checked as a path.
+func (c *cmd) skipField(f field) {
+	if f.id >= 0 && f.id < len(c.sh.skip) {
+		c.sh.skip[f.id] = true
+	}
+}
+
+func (c *cmd) keyField(f field) {
+	if f.id >= 0 && f.id < len(c.sh.noSecret) {
+		c.sh.noSecret[f.id] = true
+	}
+}
+
+// run makes the layer a wrapper of the command in argv.
+func (c *cmd) run(argv []field) {
+	if len(argv) > 0 {
+		c.next = argv
+	}
+}
+
+// code walks a field as shell code (bash -c, eval): the code is parsed and
+// judged; code known only at run time is at least moderate, and dangerous
+// when a substitution in it fetches from the network.
+func (c *cmd) code(f field, what string) {
+	c.skipField(f)
+	c.script = true
+	if !f.static {
+		if fetchesNetwork(f.word) {
+			c.danger(scoreDangerHigh+5, false, what+" runs code downloaded from the network")
+		}
+		c.findings = append(c.findings, finding{cat: Moderate, score: scoreModerateHigh, reason: what + " runs code known only at run time"})
+	}
+	c.w.nested(f.s)
+}
+
+// simple judges one simple command: its layers (wrappers and the command
+// they run), its arguments as paths, and the policy rules.
+func (w *walker) simple(argv []field, in stdin) {
+	if len(argv) == 0 || !w.spend() {
+		return
+	}
+	for i := range argv {
+		argv[i].id = i
+	}
+	sh := &simpleCtx{cmdPos: make([]bool, len(argv)), skip: make([]bool, len(argv)), noSecret: make([]bool, len(argv))}
+	var layers []*cmd
+	cur := argv
+	for len(cur) > 0 {
+		if len(layers) == 16 {
+			w.add(finding{cat: Dangerous, score: scoreDangerous, reason: "wrapped in too many commands to classify"})
+			break
+		}
+		c := &cmd{w: w, argv: cur, in: in, sh: sh}
+		layers = append(layers, c)
+		if id := cur[0].id; id >= 0 && id < len(sh.cmdPos) {
+			sh.cmdPos[id] = true
+		}
+		w.judge(c)
+		if w.onLayer != nil {
+			w.onLayer(c)
+		}
+		cur = c.next
+	}
+	last := layers[len(layers)-1]
+	if !last.script {
+		w.res.record(strs(last.argv))
+	}
+	sh.meta = sh.meta || metaCommands[last.name]
+	w.argChecks(argv, sh)
+	w.applyRules(layers)
+	for _, c := range layers {
+		for _, f := range c.findings {
+			w.add(f)
+		}
+	}
+	if w.stage != nil {
+		w.stage.merge(&last.flags)
+	}
+}
+
+// judge runs the handler of one layer.
+func (w *walker) judge(c *cmd) {
+	name := c.argv[0]
+	if name.glob {
+		c.findings = append(c.findings, finding{cat: Dangerous, score: scoreDangerous, reason: "the command name is a glob pattern: " + name.s})
+		return
+	}
+	if !name.static {
+		c.findings = append(c.findings, finding{cat: Moderate, score: scoreModerate + 5, reason: "the command name is known only at run time: " + name.s})
+		return
+	}
+	if name.fromVar {
+		c.findings = append(c.findings, finding{cat: Moderate, score: scoreModerate + 5, reason: "the command name comes from a variable or a substitution: " + name.s})
+	}
+	c.name = commandName(name.s)
+	if c.name != "portcullis" && w.touchesProtected(name) {
+		if !w.c.isProtectedExact(name.s) {
+			c.block("runs a program inside Portcullis's own files: " + name.s)
+			return
+		}
+		c.name = "portcullis" // the binary under another name
+	}
+	h, ok := lookup(c.name)
+	if !ok {
+		if strings.Contains(name.s, "/") {
+			c.moderate(scoreModerate, "runs the program "+name.s)
+		} else {
+			c.moderate(scoreModerate, "unknown command: "+c.name)
+		}
+		return
+	}
+	h(c)
+}
+
+// argChecks looks at every argument as a path: naming Portcullis's own
+// files is blocked, naming a secret file is dangerous.
+func (w *walker) argChecks(argv []field, sh *simpleCtx) {
+	for i, f := range argv {
+		if sh.cmdPos[i] || sh.skip[i] || f.s == "" {
+			continue
+		}
+		if w.touchesProtected(f) {
+			w.add(finding{cat: Blocked, score: scoreBlocked, reason: "touches Portcullis's own files: " + f.s})
+			continue
+		}
+		if !sh.meta && !sh.noSecret[i] && w.isSecret(f) {
+			w.add(finding{cat: Dangerous, score: scoreDangerous + 5, reason: "reads a secret file: " + f.s})
+		}
+	}
+}
+
+// metaCommands look at files' names or metadata, or remove them, without
+// reading what they hold; naming a secret file is not reading it.
+var metaCommands = map[string]bool{
+	"ls": true, "stat": true, "test": true, "[": true, "echo": true, "printf": true, "touch": true, "rm": true,
+	"rmdir": true, "unlink": true, "chmod": true, "chown": true, "chgrp": true, "du": true, "realpath": true,
+	"readlink": true, "basename": true, "dirname": true, "which": true, "type": true, "mkdir": true,
+	"find": true, "fd": true, "locate": true, "wc": true, "ssh-keygen": true, "ssh-add": true, "shred": true,
+	"file": true, "tree": true, "exa": true, "eza": true,
+}
+
+func (c *Classifier) isProtectedExact(s string) bool {
+	p := c.normPath(s)
+	for _, pp := range c.protected {
+		if pp.norm == p {
+			return true
+		}
+	}
+	return false
+}
