@@ -74,6 +74,23 @@ func BenchmarkEvaluateDangerZone(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateLongHint: a 10,000-character hint (past the evaluator's
+// lower-cased fast path), no pattern matching, no danger pattern.
+func BenchmarkEvaluateLongHint(b *testing.B) {
+	risk := 20.0
+	in := autonomy.Input{
+		Agent: "review-bot", Envelope: benchEnvelope, Step: 3, RiskScore: &risk,
+		NextActionHint: "summarise " + strings.Repeat("the quarterly report for the review board, ", 240)[:9990],
+	}
+	if d := autonomy.Evaluate(in); !d.Continue || len(in.NextActionHint) != 10_000 {
+		b.Fatalf("Evaluate(bench input) = %+v (hint of %d bytes); want a continue on 10,000", d, len(in.NextActionHint))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		autonomy.Evaluate(in)
+	}
+}
+
 // BenchmarkMatchPatternPathological: patterns built to make backtracking
 // matchers explode, against a 10,000-character text.
 func BenchmarkMatchPatternPathological(b *testing.B) {

@@ -92,7 +92,9 @@ const failedReason = "Safety evaluation failed — pausing for human review"
 //
 // Otherwise the run continues. Evaluate never panics: if anything inside
 // it does, the answer is a pause for human review (Continue and Stopped
-// false), never a continue. It does not modify its input.
+// false, StepsRemaining 0, the panic named in Factors), never a continue.
+// It does not modify its input, and it allocates two objects: the text of
+// the factors and reason, and the factors slice.
 func Evaluate(in Input) Directive {
 	return evaluate(in, nil)
 }

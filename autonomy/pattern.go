@@ -192,15 +192,27 @@ func find(seg, s string) (int, bool) {
 // findDirect is find with a budget of steps.
 func findDirect(seg, s string, budget int) (int, bool) {
 	if plainASCII(seg) {
-		first := lowerASCII(seg[0])
-		// c|0x20 lower-cases an ASCII letter and makes no other byte one.
-		mask := byte(0)
-		if 'a' <= first && first <= 'z' {
-			mask = 0x20
+		// Only the two ASCII cases of the first character can start a
+		// match, and an ASCII byte always starts a character: jump from one
+		// to the next with strings.IndexByte.
+		lo := lowerASCII(seg[0])
+		up := lo - ('a' - 'A') // its upper case, when it is a letter
+		nextLo, nextUp := indexFrom(s, lo, 0), -1
+		if 'a' <= lo && lo <= 'z' {
+			nextUp = indexFrom(s, up, 0)
 		}
-		for i := 0; i+len(seg) <= len(s); i++ {
-			if s[i]|mask != first {
-				continue
+		for {
+			i := nextLo
+			if nextUp >= 0 && (i < 0 || nextUp < i) {
+				i = nextUp
+			}
+			if i < 0 || i+len(seg) > len(s) {
+				return 0, false
+			}
+			if i == nextLo {
+				nextLo = indexFrom(s, lo, i+1)
+			} else {
+				nextUp = indexFrom(s, up, i+1)
 			}
 			if budget -= len(seg); budget < 0 {
 				return findShiftAnd(seg, s, i)
@@ -213,7 +225,6 @@ func findDirect(seg, s string, budget int) (int, bool) {
 				return i + k, true
 			}
 		}
-		return 0, false
 	}
 	for i := 0; i < len(s); {
 		if budget -= len(seg); budget < 0 {
@@ -226,6 +237,14 @@ func findDirect(seg, s string, budget int) (int, bool) {
 		i += n
 	}
 	return 0, false
+}
+
+// indexFrom returns the index of the first c in s at or after i, or -1.
+func indexFrom(s string, c byte, i int) int {
+	if k := strings.IndexByte(s[i:], c); k >= 0 {
+		return i + k
+	}
+	return -1
 }
 
 // plainASCII reports whether every character of seg is ASCII, none is `?`,
