@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
@@ -34,8 +35,10 @@ func loadGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, e
 // line. A malformed line stops the run with exit status 2 and a message
 // naming the line; nothing is written for it.
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("decide", stderr, "decide --policy FILE < requests.jsonl")
+	fs := newFlagSet("decide", stderr, "decide --policy FILE [--state DIR | --store URL] < requests.jsonl")
 	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	var sf stateFlags
+	sf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -47,7 +50,23 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
-	g, err := loadGate(path, stderr)
+	// Without --state or --store, decide is a pure function of the policy
+	// and the requests: no grant is used up, no approval or audit row kept.
+	var opts []gate.Option
+	if sf.state != "" || sf.store != "" {
+		log := slog.New(slog.NewTextHandler(stderr, nil))
+		st, err := sf.open(ctx, log)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		dir, err := sf.dir(true)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir))
+	}
+	g, err := loadGate(path, stderr, opts...)
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,16 @@ Usage:
   portcullis explain --policy FILE REQUEST   show which stage decided a request and why (REQUEST is JSON, or - for stdin)
   portcullis policy lint [--strict] FILE     check a policy file and print its warnings
   portcullis policy test [-v] FILE...        run policy unit-test files
+  portcullis audit tail [-n N] [-f]          the newest audit rows (and new ones as they come)
+  portcullis audit query [filters]           audit rows by session, agent, tool, outcome, kind, time
+  portcullis audit verify                    check the audit log's hash chain
+  portcullis audit export --format jsonl     the audit log as decision-log JSON lines
+  portcullis audit prune --max-age D         drop old rows behind a signed checkpoint
+  portcullis unblock AGENT --challenge ID --code CODE
+                                             clear a danger-zone block (--reissue: a new code; --list)
+
+Stateful commands take --state DIR (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)
+and --store URL (sqlite:///path or postgres://...; default $PORTCULLIS_STORE, else SQLite there).
 
 The policy file may also be named by $PORTCULLIS_POLICY.
 Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings), 2 bad input.
@@ -84,6 +94,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExplain(ctx, rest, stdin, stdout, stderr)
 	case "policy":
 		return runPolicy(ctx, rest, stdout, stderr)
+	case "audit":
+		return runAudit(ctx, rest, stdout, stderr)
+	case "unblock":
+		return runUnblock(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/postgres"
+	"github.com/portcullis/portcullis/sqlite"
+)
+
+// stateFlags are the flags every stateful command takes.
+type stateFlags struct {
+	state string
+	store string
+}
+
+func (s *stateFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.state, "state", "", "state `directory` (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)")
+	fs.StringVar(&s.store, "store", "", "store `URL`: sqlite:///path/portcullis.db or postgres://... (default $PORTCULLIS_STORE, else SQLite in the state directory)")
+}
+
+// dir returns the state directory, creating it (0700) when create is set.
+func (s *stateFlags) dir(create bool) (string, error) {
+	d := s.state
+	if d == "" {
+		d = os.Getenv("PORTCULLIS_STATE")
+	}
+	if d == "" {
+		base := os.Getenv("XDG_STATE_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("find the state directory: %w (pass --state DIR)", err)
+			}
+			base = filepath.Join(home, ".local", "state")
+		}
+		d = filepath.Join(base, "portcullis")
+	}
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", fmt.Errorf("state directory %s: %w", d, err)
+	}
+	if create {
+		if err := os.MkdirAll(abs, 0o700); err != nil {
+			return "", fmt.Errorf("create state directory: %w", err)
+		}
+	}
+	return abs, nil
+}
+
+// url returns the store URL in force.
+func (s *stateFlags) url() (string, error) {
+	if s.store != "" {
+		return s.store, nil
+	}
+	if env := os.Getenv("PORTCULLIS_STORE"); env != "" {
+		return env, nil
+	}
+	d, err := s.dir(false)
+	if err != nil {
+		return "", err
+	}
+	return "sqlite://" + filepath.Join(d, "portcullis.db"), nil
+}
+
+// open opens the store the flags name. SQLite files live in the state
+// directory unless the URL names another path.
+func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Store, error) {
+	u, err := s.url()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case strings.HasPrefix(u, "sqlite://"), strings.HasPrefix(u, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
+		if path == "" {
+			return nil, usageError("store %q names no file (want sqlite:///path/portcullis.db)", u)
+		}
+		if _, err := s.dir(true); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		st, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		st, err := postgres.Open(ctx, u, postgres.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return nil, usageError("unknown store %q (want sqlite:///path or postgres://...)", redactURL(u))
+}
+
+// redactURL hides a password in a store URL before it is shown.
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	creds := u[scheme+3 : at]
+	if i := strings.Index(creds, ":"); i >= 0 {
+		return u[:scheme+3] + creds[:i] + ":xxxxx" + u[at:]
+	}
+	return u
+}
+
+// secretFile reads a secret kept in the state directory, creating it with
+// 32 random bytes (hex) and mode 0600 when it does not exist.
+func secretFile(dir, name string) (string, error) {
+	path := filepath.Join(dir, name)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		v := strings.TrimSpace(string(b))
+		if v == "" {
+			return "", fmt.Errorf("%s is empty", path)
+		}
+		return v, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	v := hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return secretFile(dir, name)
+		}
+		return "", err
+	}
+	if _, err := f.WriteString(v + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return v, f.Close()
+}
+
+// readSecret reads a secret kept in the state directory; it does not
+// create one.
+func readSecret(dir, name string) (string, error) {
+	path := filepath.Join(dir, name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return v, nil
+}
