@@ -35,7 +35,8 @@ type auditResult struct {
 // takes every request waiting, writes them in one transaction, one fsync,
 // and answers each caller after the commit.
 type auditWriter struct {
-	s *Store
+	s      *Store
+	insert *sql.Stmt // insertAudit, prepared on the write connection
 
 	mu     sync.Mutex
 	cond   *sync.Cond // signalled when the queue grows or the writer closes
@@ -44,11 +45,15 @@ type auditWriter struct {
 	done   chan struct{} // closed when the writer has drained and ended
 }
 
-func newAuditWriter(s *Store) *auditWriter {
-	w := &auditWriter{s: s, done: make(chan struct{})}
+func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
+	insert, err := s.wdb.PrepareContext(ctx, insertAudit)
+	if err != nil {
+		return nil, err
+	}
+	w := &auditWriter{s: s, insert: insert, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
-	return w
+	return w, nil
 }
 
 // submit queues a request; it fails once the writer is closing.
@@ -71,6 +76,9 @@ func (w *auditWriter) close() {
 	w.cond.Broadcast()
 	w.mu.Unlock()
 	<-w.done
+	if err := w.insert.Close(); err != nil {
+		w.s.log.Warn("close the audit insert statement", "err", err)
+	}
 }
 
 func (w *auditWriter) run() {
@@ -124,7 +132,7 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	out, err := appendRows(ctx, tx, reqs)
+	out, err := appendRows(ctx, tx, w.insert, reqs)
 	if err != nil {
 		if rerr := tx.Rollback(); rerr != nil {
 			w.s.log.Warn("audit rollback failed", "err", rerr)
@@ -137,49 +145,28 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 	return out, nil
 }
 
-const insertAudit = `INSERT INTO audit (seq, time, kind, decision_id, session, agent, tool, outcome, body, prev_hash, hash) VALUES `
+const insertAudit = `INSERT INTO audit (seq, time, kind, decision_id, session, agent, tool, outcome, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// auditBatchRows is how many rows one INSERT statement writes (11
-// parameters each, well under SQLite's limit of 32766).
-const auditBatchRows = 64
-
-func appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
+func appendRows(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
 	seq, prev, err := auditHead(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
+	stmt := tx.StmtContext(ctx, insert)
+	defer stmt.Close()
 	out := make([][]portcullis.AuditRecord, len(reqs))
-	var args []any
-	n := 0
-	flush := func() error {
-		if n == 0 {
-			return nil
-		}
-		q := insertAudit + strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n-1) + "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-		args, n = args[:0], 0
-		return nil
-	}
 	for i, req := range reqs {
 		recs := make([]portcullis.AuditRecord, len(req.rows))
 		for j, r := range req.rows {
 			seq++
 			h := portcullis.ChainHash(prev, seq, r.body)
-			recs[j] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
-			args = append(args, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h)
-			prev = h
-			if n++; n == auditBatchRows {
-				if err := flush(); err != nil {
-					return nil, err
-				}
+			if _, err := stmt.ExecContext(ctx, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h); err != nil {
+				return nil, fmt.Errorf("insert row %d: %w", seq, err)
 			}
+			recs[j] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			prev = h
 		}
 		out[i] = recs
-	}
-	if err := flush(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }

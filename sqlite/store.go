@@ -106,7 +106,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
-	s.audit = newAuditWriter(s)
+	if s.audit, err = newAuditWriter(ctx, s); err != nil {
+		s.closeDBs()
+		return nil, s.openErr(err)
+	}
 	s.wg.Add(1)
 	go s.maintain()
 	return s, nil
@@ -146,6 +149,7 @@ func (s *Store) dsn(write bool) string {
 	q.Add("_pragma", "busy_timeout("+strconv.Itoa(int(busyTimeout/time.Millisecond))+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if write {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Set("_txlock", "immediate")
