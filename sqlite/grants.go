@@ -98,20 +98,29 @@ func (s *Store) AddGrant(ctx context.Context, g portcullis.Grant) (portcullis.Gr
 	return g, nil
 }
 
+// coveringGrant selects the grant that satisfies a query, a session grant
+// first: the rules of portcullis.GrantQuery in SQL, so only the answer is
+// read. The parameters are session, tool, now, whether session grants
+// count, element type, whether single-use grants count, argument digest.
+const coveringGrant = selectGrants + ` WHERE session = ? AND tool = ? AND (expires_at = 0 OR expires_at > ?)
+	AND ((kind = 'session' AND ? AND (element_type = '' OR element_type = ?))
+	  OR (kind = 'single' AND ? AND args_digest <> '' AND args_digest = ?))
+	ORDER BY kind = 'single', created_at, id LIMIT 1`
+
+func coveringArgs(q *portcullis.GrantQuery, singleOnly bool) []any {
+	return []any{q.Session, q.Tool, nanos(q.Now), !singleOnly && q.Level == portcullis.ConfirmSession, q.ElementType, q.Level.IsConfirm(), q.ArgsDigest}
+}
+
 // UseGrant finds a live grant covering q. A session grant is preferred; a
 // single-use grant is deleted when q.Consume is set, in a write transaction
-// that deletes it only if it is still there, so of several callers (in any
+// that chooses it again under the lock, so of several callers (in any
 // process) exactly one gets it. Finding a grant without consuming one is a
 // read and takes no lock.
 func (s *Store) UseGrant(ctx context.Context, q portcullis.GrantQuery) (portcullis.Grant, bool, error) {
 	if err := s.read(ctx, "use grant"); err != nil {
 		return portcullis.Grant{}, false, err
 	}
-	rows, err := s.grantsStmt.QueryContext(ctx, q.Session, q.Tool, nanos(q.Now))
-	if err != nil {
-		return portcullis.Grant{}, false, fmt.Errorf("sqlite: use grant: %w", err)
-	}
-	g, ok, err := pickGrant(rows, &q)
+	g, ok, err := oneGrant(s.grantsStmt.QueryRowContext(ctx, coveringArgs(&q, false)...), &q)
 	if err != nil {
 		return portcullis.Grant{}, false, fmt.Errorf("sqlite: use grant: %w", err)
 	}
@@ -121,12 +130,7 @@ func (s *Store) UseGrant(ctx context.Context, q portcullis.GrantQuery) (portcull
 	// Consume a single-use grant: choose again under the write lock, since
 	// another caller may have taken the one seen.
 	err = s.write(ctx, "use grant", func(t *tx) error {
-		rows, err := t.QueryContext(t.ctx, selectGrants+` WHERE session = ? AND tool = ? AND kind = 'single' AND (expires_at = 0 OR expires_at > ?) ORDER BY created_at, id`,
-			q.Session, q.Tool, nanos(q.Now))
-		if err != nil {
-			return err
-		}
-		if g, ok, err = pickGrant(rows, &q); err != nil || !ok {
+		if g, ok, err = oneGrant(t.QueryRowContext(t.ctx, coveringGrant, coveringArgs(&q, true)...), &q); err != nil || !ok {
 			return err
 		}
 		if _, err := t.ExecContext(t.ctx, `DELETE FROM grants WHERE id = ?`, g.ID); err != nil {
@@ -140,32 +144,20 @@ func (s *Store) UseGrant(ctx context.Context, q portcullis.GrantQuery) (portcull
 	return g, ok, nil
 }
 
-// pickGrant reads candidate grants and returns the first session grant
-// covering q, or else the first (oldest) single-use grant covering it. It
-// closes rows.
-func pickGrant(rows *sql.Rows, q *portcullis.GrantQuery) (portcullis.Grant, bool, error) {
-	defer rows.Close()
-	var single portcullis.Grant
-	found := false
-	for rows.Next() {
-		g, err := scanGrant(rows)
-		if err != nil {
-			return portcullis.Grant{}, false, err
-		}
-		if !q.Covers(&g) {
-			continue
-		}
-		if g.Kind == portcullis.GrantSession {
-			return g, true, nil
-		}
-		if !found {
-			single, found = g, true
-		}
+// oneGrant reads the grant coveringGrant selected, if any, and checks it
+// with q.Covers as well.
+func oneGrant(row *sql.Row, q *portcullis.GrantQuery) (portcullis.Grant, bool, error) {
+	g, err := scanGrant(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return portcullis.Grant{}, false, nil
 	}
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return portcullis.Grant{}, false, err
 	}
-	return single, found, nil
+	if !q.Covers(&g) {
+		return portcullis.Grant{}, false, fmt.Errorf("grant %s selected for %s in session %q does not cover the call", g.ID, q.Tool, q.Session)
+	}
+	return g, true, nil
 }
 
 // RevokeGrant deletes a grant; NOT_FOUND when there is none.

@@ -194,7 +194,7 @@ func (s *Store) open(ctx context.Context) error {
 	s.rdb.SetMaxIdleConns(n)
 	s.rdb.SetConnMaxLifetime(0)
 	s.rdb.SetConnMaxIdleTime(0)
-	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, selectGrants+` WHERE session = ? AND tool = ? AND (expires_at = 0 OR expires_at > ?) ORDER BY created_at, id`); err != nil {
+	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, coveringGrant); err != nil {
 		return s.openErr(err)
 	}
 	return nil
