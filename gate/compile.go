@@ -12,6 +12,7 @@ import (
 	"text/template"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/shell"
 )
 
 // memoLimit bounds the per-policy cache of element matches by tool name, so
@@ -70,6 +71,8 @@ type route struct {
 	quoted string
 	// redact names the arguments the audit log leaves out.
 	redact []string
+	// level is the tool's explicit defaultLevel (LevelUnset: none).
+	level portcullis.Level
 }
 
 // element is a compiled element.
@@ -105,6 +108,13 @@ type compiled struct {
 
 	policyDocBase string   // lower-cased base name of the policy document
 	protected     []string // cleaned absolute paths of Portcullis's own files
+
+	// shell classifies the commands of shell tools; nil when the policy has
+	// none and no shell rules.
+	shell *shell.Classifier
+	// agents maps an agent element's name to its autonomy envelope (nil:
+	// the defaults).
+	agents map[string]*portcullis.Autonomy
 }
 
 func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
@@ -115,6 +125,7 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 		exactFold: map[string][]match{},
 		exact:     map[string][]match{},
 	}
+	needShell := len(p.Shell.Rules) > 0
 	for i := range p.Tools {
 		t := &p.Tools[i]
 		if t.Name == "" {
@@ -130,6 +141,7 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 			shellArg:   t.ShellArg,
 			pathArg:    t.PathArg,
 			redact:     t.Redact,
+			level:      t.DefaultLevel,
 		}
 		if t.Summary != "" {
 			tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Summary)
@@ -144,10 +156,7 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 			r.elevatable = false
 		}
 		if r.shellArg != "" {
-			// Until the command is classified, a shell tool is confirmed
-			// every time and no element can auto-approve it.
-			r.base = r.base.Stricter(portcullis.ConfirmSingleUse)
-			r.elevatable = false
+			needShell = true
 		}
 		r.trace = routeTrace(r)
 		r.quoted = strconv.Quote(r.name)
@@ -220,6 +229,22 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 			return nil, fmt.Errorf("protected path %q: %w", path, err)
 		}
 		c.protected = append(c.protected, abs)
+	}
+	if needShell {
+		// Building the classifier checks every shell rule's match and
+		// notMatch examples: a policy whose rules do not do what their
+		// examples say does not load.
+		sh, err := shell.New(shell.Options{Rules: p.Shell.Rules, ProtectedPaths: c.protected})
+		if err != nil {
+			return nil, fmt.Errorf("shell.rules: %w", err)
+		}
+		c.shell = sh
+	}
+	c.agents = map[string]*portcullis.Autonomy{}
+	for i := range p.Elements {
+		if e := &p.Elements[i]; e.Type == portcullis.Agent {
+			c.agents[e.Name] = e.Autonomy
+		}
 	}
 	return c, nil
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/shell"
 )
 
 // Gate decides calls under a policy. It is safe for concurrent use; the
@@ -217,8 +218,11 @@ func (e *eval) pipeline(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	// Stages: autonomy and validator run here; both may only make the
-	// decision stricter.
+	if e.c.Run != nil && e.level != portcullis.Deny && e.autonomyStage(ctx) {
+		return nil
+	}
+	// Stage: the validator runs here; it may only make the decision
+	// stricter.
 	switch {
 	case e.level == portcullis.Deny:
 		e.finishDeny(portcullis.CodeNone, e.denyReason())
@@ -254,6 +258,15 @@ type eval struct {
 	matchedPolicy string
 	conflicts     []portcullis.Conflict
 	allowElem     int // the element whose allow auto-approved the call
+
+	// shellClass is the classification of a shell tool's command.
+	shellClass *shell.Classification
+	// endpointOverride replaces the tool's endpoint (a shell command
+	// classified safe is a read).
+	endpointOverride portcullis.Endpoint
+	// paused: the autonomy stage paused the run; a person must confirm.
+	paused      bool
+	pauseReason string
 }
 
 func (e *eval) trace(stage, result string) {
@@ -286,7 +299,10 @@ func (e *eval) finishDeny(code portcullis.Code, reason string) {
 }
 
 func (e *eval) endpoint() portcullis.Endpoint {
-	if e.r == nil {
+	switch {
+	case e.endpointOverride != "":
+		return e.endpointOverride
+	case e.r == nil:
 		return ""
 	}
 	return e.r.endpoint

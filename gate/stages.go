@@ -41,6 +41,9 @@ func (e *eval) route() bool {
 	if e.c.Tool != r.name {
 		result = "alias " + quote(e.c.Tool) + " of " + result
 	}
+	if r.shellArg != "" && e.shellCommand(r, &result) {
+		return true
+	}
 	if r.pathArg != "" && r.endpoint != portcullis.Read {
 		if path, ok := e.c.Args[r.pathArg].(string); ok && path != "" {
 			if e.pol.isProtected(path) {
@@ -308,6 +311,9 @@ func (e *eval) confirmation(ctx context.Context) {
 	}
 	e.trace("confirmation", result)
 	e.d.Code = portcullis.CodeConfirmationRequired
+	if e.paused {
+		e.d.Code = portcullis.CodeAutonomyPause
+	}
 	e.finish(portcullis.OutcomeConfirm, e.level, e.source, e.sourceElement, e.confirmReason())
 	e.d.WhatWouldAuthorize = what
 }
@@ -360,6 +366,8 @@ func (e *eval) confirmReason() string {
 	}
 	var why string
 	switch {
+	case e.paused:
+		why = "The autonomous run pauses for a person: " + e.pauseReason + "."
 	case e.matchedPolicy == "confirm":
 		why = "Active element " + quote(e.sourceElement) + " policy requires confirmation for this operation."
 	case e.r == nil:

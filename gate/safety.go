@@ -1,0 +1,173 @@
+package gate
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/autonomy"
+	"github.com/portcullis/portcullis/shell"
+)
+
+// shellCommand classifies a shell tool's command and sets the call's level
+// from it: safe → a read (AUTO_APPROVE), moderate → EXECUTE
+// (CONFIRM_SINGLE_USE), dangerous → CONFIRM_SINGLE_USE that no element can
+// lift, blocked → DENY. An explicit defaultLevel of the tool is a floor. It
+// returns true when it ended the decision.
+func (e *eval) shellCommand(r *route, result *string) bool {
+	cmd, ok := e.c.Args[r.shellArg].(string)
+	if !ok || strings.TrimSpace(cmd) == "" {
+		e.level = portcullis.ConfirmSingleUse.Stricter(r.level)
+		e.endpointOverride = portcullis.Execute
+		*result += "; no command in argument " + quote(r.shellArg) + ": confirmed every time"
+		return false
+	}
+	cl := e.pol.shell.Classify(cmd)
+	e.shellClass = &cl
+	why := "; command classified " + string(cl.Category) + " (risk " + strconv.Itoa(cl.RiskScore) + ")"
+	if len(cl.Reasons) > 0 {
+		why += ": " + strings.Join(cl.Reasons, "; ")
+	}
+	switch cl.Category {
+	case shell.Safe:
+		e.level, e.endpointOverride = portcullis.AutoApprove, portcullis.Read
+	case shell.Moderate:
+		e.level, e.endpointOverride = portcullis.ConfirmSingleUse, portcullis.Execute
+	case shell.Dangerous:
+		e.level, e.endpointOverride = portcullis.ConfirmSingleUse, portcullis.Execute
+		e.elevatable = false
+	default: // blocked, or anything the classifier may add later
+		e.level, e.endpointOverride = portcullis.Deny, portcullis.Execute
+		e.trace("route", *result+why)
+		e.d.Code = portcullis.CodeBlockedCommand
+		e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "The command is blocked: "+strings.Join(cl.Reasons, "; "))
+		e.d.WhatWouldAuthorize = "nothing an agent can do: a person runs this command outside the agent, if at all"
+		return true
+	}
+	if r.level.Valid() {
+		e.level = e.level.Stricter(r.level)
+	}
+	*result += why
+	return false
+}
+
+// autonomyStage re-authorizes a step of an autonomous run (seed 002): the
+// step budget, the previous step's outcome, the approval patterns, the
+// safety tier and the risk tolerance. A pause needs a person
+// (CONFIRM_SINGLE_USE, AUTONOMY_PAUSE); a stop blocks the agent in the
+// danger zone. It returns true when it ended the decision.
+func (e *eval) autonomyStage(ctx context.Context) bool {
+	run := e.c.Run
+	in := autonomy.Input{Agent: e.c.Agent, Envelope: e.pol.agents[e.c.Agent]}
+	src := "request"
+	if st := e.g.store; st != nil && run.ID != "" {
+		var (
+			state portcullis.RunState
+			err   error
+		)
+		if e.dry {
+			state, _, err = st.RunState(ctx, run.ID)
+		} else {
+			state, err = st.RecordStep(ctx, run.ID, e.c.Agent, e.g.clock.Now())
+		}
+		if err != nil {
+			e.failClosed("autonomy", err)
+			return true
+		}
+		in.Step, in.PreviousOutcome = state.Steps, state.LastOutcome
+		src = "store"
+	}
+	// What the request says overrides what the store remembers.
+	if run.Step > 0 {
+		in.Step = run.Step
+	}
+	if run.PreviousOutcome != "" {
+		in.PreviousOutcome = run.PreviousOutcome
+	}
+	in.RiskScore = run.RiskScore
+	if in.RiskScore == nil {
+		var score float64
+		if e.shellClass != nil {
+			score = float64(e.shellClass.RiskScore)
+		} else {
+			score = autonomy.Score(e.endpoint(), e.elevatable)
+		}
+		in.RiskScore = &score
+	}
+	in.NextActionHint = run.NextActionHint
+	if in.NextActionHint == "" {
+		in.NextActionHint = e.actionSummary()
+	}
+	in.Blocked = e.shellClass != nil && e.shellClass.Category == shell.Blocked
+
+	d := autonomy.Evaluate(in)
+	detail := "step " + strconv.Itoa(in.Step) + " (run state from the " + src + "), risk " + strconv.FormatFloat(d.RiskScore, 'f', -1, 64)
+	if d.Tier != "" {
+		detail += ", tier " + string(d.Tier)
+	}
+	switch {
+	case d.Stopped:
+		e.level = portcullis.Deny
+		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceAutonomy, "", "", nil
+		result := "stop: " + d.Reason + " (" + detail + ")"
+		var challenge string
+		switch {
+		case e.dry:
+			result += "; explain or shadow: no block written"
+		case e.g.store == nil:
+			result += "; this gate has no store, so the block cannot be kept"
+		case e.c.Agent == "":
+			result += "; the request names no agent, so no block can be kept"
+		default:
+			id, err := e.g.BlockAgent(ctx, e.c.Agent, d.Reason, e.d.DecisionID)
+			if err != nil {
+				result += "; the block could not be written: " + err.Error()
+				e.d.FailClosed = true
+			} else {
+				challenge = id
+				result += "; agent blocked, challenge " + id
+			}
+		}
+		e.trace("autonomy", result)
+		e.d.Code = portcullis.CodeDangerZone
+		e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "The agent's next step is in the danger zone: "+d.Reason)
+		e.d.ChallengeID = challenge
+		e.d.WhatWouldAuthorize = "a person clearing the block with the code shown to them (portcullis unblock AGENT --challenge ID --code CODE)"
+		return true
+	case !d.Continue:
+		e.paused, e.pauseReason = true, d.Reason
+		e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
+		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceAutonomy, "", ""
+		e.trace("autonomy", "pause: "+d.Reason+" ("+detail+")")
+	default:
+		remaining := "unlimited steps remain"
+		if d.StepsRemaining >= 0 {
+			remaining = strconv.Itoa(d.StepsRemaining) + " steps remain"
+		}
+		e.trace("autonomy", "continue: "+detail+"; "+remaining)
+	}
+	return false
+}
+
+// actionSummary describes the call for people, the validator and the
+// approval patterns: the tool's summary template over its arguments, the
+// shell command of a shell tool, or the tool's name.
+func (e *eval) actionSummary() string {
+	if e.r != nil && e.r.shellArg != "" {
+		if cmd, ok := e.c.Args[e.r.shellArg].(string); ok {
+			return e.canonical + ": " + cmd
+		}
+	}
+	return e.summary()
+}
+
+// RecordOutcome records how a step of an autonomous run ended (an MCP
+// result with isError, a failed command): the autonomy stage pauses the run
+// after a failure. Adapters call it after forwarding an allowed call.
+func (g *Gate) RecordOutcome(ctx context.Context, runID string, outcome portcullis.StepOutcome) error {
+	if g.store == nil || runID == "" {
+		return nil
+	}
+	return g.store.RecordOutcome(ctx, runID, outcome, g.clock.Now())
+}
