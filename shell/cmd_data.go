@@ -42,7 +42,7 @@ func init() {
 // psqlCmd reads the SQL of -c (there may be several); with -f it runs a
 // file; without either it reads SQL on stdin.
 func psqlCmd(c *cmd) {
-	opts, _ := scanOpts(c.argv, 1, "cdfhpUvoLPFRTz", "--command", "--dbname", "--file", "--host", "--port", "--username",
+	opts, _ := scanAll(c.argv, 1, "cdfhpUvoLPFRTz", "--command", "--dbname", "--file", "--host", "--port", "--username",
 		"--set", "--variable", "--output", "--log-file", "--pset", "--field-separator", "--record-separator", "--table-attr")
 	if c.sqlOpts(opts, "-c", "--command") {
 		return
@@ -73,7 +73,7 @@ func (c *cmd) sqlOpts(opts []opt, names ...string) bool {
 }
 
 func mysqlCmd(c *cmd) {
-	opts, _ := scanOpts(c.argv, 1, "euhPDSA", "--execute", "--user", "--host", "--port", "--database", "--socket")
+	opts, _ := scanAll(c.argv, 1, "euhPDSA", "--execute", "--user", "--host", "--port", "--database", "--socket")
 	if c.sqlOpts(opts, "-e", "--execute") {
 		return
 	}
@@ -111,7 +111,7 @@ func sqliteCmd(c *cmd) {
 }
 
 func mongoCmd(c *cmd) {
-	opts, _ := scanOpts(c.argv, 1, "uph", "--eval", "--username", "--password", "--host", "--port", "--file")
+	opts, _ := scanAll(c.argv, 1, "uph", "--eval", "--username", "--password", "--host", "--port", "--file")
 	o, ok := value(opts, "--eval")
 	if !ok {
 		c.moderate(scoreModerate, "opens an interactive "+c.name+" session")
@@ -154,7 +154,7 @@ func redisCmd(c *cmd) {
 // with an option.
 func queryOptCmd(names ...string) handler {
 	return func(c *cmd) {
-		opts, _ := scanOpts(c.argv, 1, strings.Join(shortLetters(names), ""), names...)
+		opts, _ := scanAll(c.argv, 1, strings.Join(shortLetters(names), ""), names...)
 		if !c.sqlOpts(opts, names...) {
 			c.stdinCode(sinkSQL)
 		}

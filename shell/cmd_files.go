@@ -34,6 +34,7 @@ func init() {
 		"patch", "mktemp", "mkfifo", "dos2unix", "unix2dos", "sponge", "git-lfs")
 	register(func(c *cmd) { c.add(Moderate, scoreWrite, true, "unlink deletes a file") }, "unlink")
 	register(tarCmd, "tar")
+	register(editorCmd, "vi", "vim", "nvim", "view", "ex", "nano", "emacs", "ed", "micro", "code", "subl")
 	register(unzipCmd, "unzip")
 	register(func(c *cmd) {
 		c.danger(scoreDangerous, false, c.name+" changes file attributes that even root must undo")
@@ -404,6 +405,24 @@ func awkCmd(c *cmd) {
 
 func tarCmd(c *cmd) {
 	args := c.args()
+	for i, a := range args {
+		name, val, hasEq := strings.Cut(a.s, "=")
+		if !hasEq && i+1 < len(args) && (name == "-I" || name == "--to-command" || name == "--use-compress-program" || name == "--info-script" || name == "--new-volume-script") {
+			val, hasEq = args[i+1].s, true
+		}
+		switch {
+		case !hasEq:
+		case name == "--checkpoint-action" && strings.HasPrefix(val, "exec="):
+			val = strings.TrimPrefix(val, "exec=")
+		case name == "-I" || name == "--to-command" || name == "--use-compress-program" || name == "--info-script" || name == "--new-volume-script":
+		default:
+			continue
+		}
+		if hasEq {
+			c.moderate(scoreModerate, "tar "+name+" runs a command")
+			c.w.nested(val)
+		}
+	}
 	first := c.arg(1)
 	mode := first
 	if strings.HasPrefix(first, "-") {
@@ -430,4 +449,26 @@ func unzipCmd(c *cmd) {
 		return
 	}
 	c.moderate(scoreWrite, "unzip extracts files")
+}
+
+// editorCmd: an editor changes files; vim's -c and +commands starting with
+// ! run shell commands, judged in turn.
+func editorCmd(c *cmd) {
+	c.moderate(scoreWrite, c.name+" edits files")
+	args := c.args()
+	for i, a := range args {
+		cmdText := ""
+		switch {
+		case a.s == "-c" && i+1 < len(args):
+			cmdText = args[i+1].s
+		case strings.HasPrefix(a.s, "+") || strings.HasPrefix(a.s, "--cmd="):
+			cmdText = strings.TrimPrefix(strings.TrimPrefix(a.s, "+"), "--cmd=")
+		default:
+			continue
+		}
+		if sh, ok := strings.CutPrefix(strings.TrimLeft(cmdText, ": "), "!"); ok {
+			c.moderate(scoreModerate, c.name+" runs a shell command")
+			c.w.nested(sh)
+		}
+	}
 }

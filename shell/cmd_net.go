@@ -28,6 +28,7 @@ func init() {
 		c.moderate(scoreModerate, c.name+" transfers files over the network")
 	}, "sftp", "rclone", "lftp")
 	register(func(c *cmd) { c.moderate(scoreModerate, c.name+" scans the network") }, "nmap", "masscan", "zmap")
+	register(gpgCmd, "gpg", "gpg2")
 	register(interpCmd, "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun",
 		"perl", "ruby", "php", "lua", "luajit", "Rscript", "osascript", "pwsh", "powershell", "tclsh", "jshell",
 		"groovy", "irb")
@@ -163,6 +164,9 @@ func sshCmd(c *cmd) {
 	}
 	host := c.argv[i].s
 	rest := c.argv[i+1:]
+	if len(rest) > 0 && rest[0].s == "--" {
+		rest = rest[1:]
+	}
 	if len(rest) == 0 {
 		c.moderate(scoreModerate, "opens a shell on the remote host "+host)
 		return
@@ -304,12 +308,12 @@ func inlineCode(label, code string) finding {
 	net := containsAnyOf(lc, "socket", "fsockopen", "tcpsocket", "/inet/tcp", "net.connect", "require('net')",
 		`require("net")`, "io::socket", "net.sockets")
 	runs := containsAnyOf(lc, "os.system", "subprocess", "os.popen", "popen(", "pty.spawn", "os.exec", "child_process",
-		"execsync", "spawnsync", "spawn(", "system(", "exec(", "shell_exec", "passthru", "proc_open", "runtime.exec",
+		"execsync", "spawnsync", "spawn(", "system(", "exec(", "eval(", "shell_exec", "passthru", "proc_open", "runtime.exec",
 		"/bin/sh", "/bin/bash", "cmd.exe", "dup2", "invoke-expression", "iex ", "start-process", "do shell script")
 	if (label == "Perl" || label == "Ruby" || label == "PHP") && (strings.Contains(lc, "`") || strings.Contains(lc, "qx")) {
 		runs = true
 	}
-	destroys := containsAnyOf(lc, "rmtree", "os.remove", "os.unlink", "os.rmdir", "unlink(", "rmsync", "rmdirsync",
+	destroys := containsAnyOf(lc, "rmtree", "os.remove", "unlink", "os.rmdir", "rmsync", "rmdirsync",
 		"fs.rm(", "fs.rm ", "rm -rf", "rm -r", "file.delete", "fileutils.rm", "remove_dir_all", "drop table",
 		"drop database", "truncate table", "remove-item", "rmdir(")
 	switch {
@@ -330,4 +334,18 @@ func containsAnyOf(s string, subs ...string) bool {
 		}
 	}
 	return false
+}
+
+func gpgCmd(c *cmd) {
+	args := c.args()
+	switch {
+	case flagged(args, "", "--export-secret-keys", "--export-secret-subkeys", "--export-ssh-key"):
+		c.danger(scoreDangerous+5, false, "gpg exports private keys")
+	case flagged(args, "d", "--decrypt"):
+		c.flags.decoder = true
+		c.moderate(scoreModerate, "gpg decrypts data")
+	case flagged(args, "kK", "--list-keys", "--list-secret-keys", "--fingerprint", "--verify", "--version", "--list-sigs"):
+	default:
+		c.moderate(scoreModerate, "gpg changes keys or files")
+	}
 }

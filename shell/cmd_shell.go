@@ -64,6 +64,7 @@ func init() {
 		}
 	}, "hash", "enable", "unalias")
 	register(portcullisCmd, "portcullis")
+	register(printenvCmd, "printenv")
 }
 
 func echoCmd(c *cmd) {
@@ -151,7 +152,7 @@ func (c *cmd) scriptFile(f field) {
 	switch {
 	case fetchesNetwork(f.word) && hasSubst(f.word):
 		c.danger(scoreDangerHigh+5, false, c.name+" runs code downloaded from the network")
-	case c.w.downloaded[f.s]:
+	case c.w.downloaded[path.Clean(f.s)]:
 		c.danger(scoreDangerHigh+5, false, c.name+" runs "+f.s+", downloaded in the same command")
 	case hasSubst(f.word):
 		c.moderate(scoreModerateHigh, c.name+" runs code produced by a process substitution")
@@ -177,7 +178,7 @@ func (c *cmd) stdinCode(kind int) {
 	case c.in.net:
 		c.danger(scoreDangerHigh+5, false, what+" runs code downloaded from the network")
 	case c.in.file != "":
-		if c.w.downloaded[c.in.file] {
+		if c.w.downloaded[path.Clean(c.in.file)] {
 			c.danger(scoreDangerHigh+5, false, what+" runs "+c.in.file+", downloaded in the same command")
 		} else {
 			c.moderate(scoreModerate, what+" runs code from the file "+c.in.file)
@@ -482,9 +483,6 @@ func sourceCmd(c *cmd) {
 	switch {
 	case f.s == "/dev/stdin" || f.s == "-":
 		c.stdinCode(sinkShell)
-	case envFile(path.Base(f.s), f.glob):
-		c.keyField(f)
-		c.moderate(scoreModerate, "loads "+f.s+" into the shell")
 	default:
 		c.scriptFile(f)
 	}
@@ -512,10 +510,15 @@ func aliasCmd(c *cmd) {
 // safe, the human-only ones (approve, deny, unblock, grants, approvals,
 // tools accept, policy edits) are blocked, exec and mcp are looked through.
 func portcullisCmd(c *cmd) {
-	sub, k := subcommand(c.argv, 1, "")
-	human := "runs `portcullis " + sub + "`, which only a person may run: an agent must not approve itself"
+	sub, k := subcommand(c.argv, 1, "", "--state", "--policy", "--config", "--log-level", "--addr", "--listen")
+	for _, a := range c.args() {
+		if humanOnly[a.s] && a.s != sub {
+			c.block("runs `portcullis ... " + a.s + "`, which only a person may run: an agent must not approve itself")
+			return
+		}
+	}
 	switch sub {
-	case "", "help", "version", "decide", "explain", "classify":
+	case "", "help", "version", "decide", "explain", "classify", "--help", "-h", "--version":
 	case "policy":
 		if s2, _ := subcommand(c.argv, k, ""); s2 != "lint" && s2 != "test" {
 			c.block("runs `portcullis policy " + s2 + "`: an agent must not change its own policy")
@@ -530,14 +533,45 @@ func portcullisCmd(c *cmd) {
 		} else {
 			c.moderate(scoreModerate, "runs `portcullis tools "+s2+"`")
 		}
-	case "approve", "deny", "unblock", "grants", "grant", "revoke", "approvals", "token", "admin", "reset", "clear":
-		c.block(human)
 	case "exec", "mcp":
 		_, i := scanOpts(c.argv, k, "", "--policy", "--state")
 		c.run(c.argv[i:])
 	case "serve", "hook":
 		c.moderate(scoreModerate, "starts `portcullis "+sub+"`")
 	default:
+		if humanOnly[sub] {
+			c.block("runs `portcullis " + sub + "`, which only a person may run: an agent must not approve itself")
+			return
+		}
 		c.moderate(scoreModerate, "runs an unknown portcullis subcommand: "+sub)
 	}
+}
+
+// humanOnly are Portcullis's subcommands for people only: approving,
+// denying, unblocking, granting.
+var humanOnly = map[string]bool{
+	"approve": true, "deny": true, "unblock": true, "grants": true, "grant": true, "revoke": true,
+	"approvals": true, "token": true, "admin": true, "reset": true,
+}
+
+// printenvCmd: printing the whole environment may show secrets; one
+// variable is safe unless its name says it holds a secret.
+func printenvCmd(c *cmd) {
+	ops := operands(c.args())
+	if len(ops) == 0 {
+		c.moderate(scoreModerate, "prints the environment, which may hold secrets")
+		return
+	}
+	for _, o := range ops {
+		if secretName(o.s) {
+			c.danger(scoreDangerous, false, "prints the secret environment variable "+o.s)
+			return
+		}
+	}
+}
+
+// secretName reports whether a variable's name says it holds a secret.
+func secretName(name string) bool {
+	u := strings.ToUpper(name)
+	return containsAnyOf(u, "SECRET", "TOKEN", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL", "ACCESS_KEY")
 }

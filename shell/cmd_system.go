@@ -17,7 +17,12 @@ func init() {
 		c.danger(scoreDangerHigh, false, c.name+" shuts down or restarts the machine")
 	}, "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "kexec")
 	register(crontabCmd, "crontab")
-	register(func(c *cmd) { c.moderate(scoreModerateHigh, c.name+" schedules commands to run later") }, "at", "batch")
+	register(func(c *cmd) {
+		c.moderate(scoreModerateHigh, c.name+" schedules commands to run later")
+		if !flagged(c.args(), "lfdrc") {
+			c.stdinCode(sinkShell)
+		}
+	}, "at", "batch")
 	register(func(c *cmd) {
 		c.danger(scoreDangerous+5, c.name == "userdel" || c.name == "deluser" || c.name == "groupdel", c.name+" changes user accounts or privileges")
 	}, "useradd", "userdel", "usermod", "passwd", "chpasswd", "groupadd", "groupdel", "groupmod", "adduser",

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"strings"
 )
 
@@ -115,6 +116,8 @@ func (c *cmd) code(f field, what string) {
 	if !f.static {
 		if fetchesNetwork(f.word) {
 			c.danger(scoreDangerHigh+5, false, what+" runs code downloaded from the network")
+		} else if decodes(f.word) {
+			c.danger(scoreDangerHigh, false, what+" runs decoded, hidden code")
 		}
 		c.findings = append(c.findings, finding{cat: Moderate, score: scoreModerateHigh, reason: what + " runs code known only at run time"})
 	}
@@ -187,6 +190,10 @@ func (w *walker) judge(c *cmd) {
 			return
 		}
 		c.name = "portcullis" // the binary under another name
+	}
+	if w.downloaded[path.Clean(name.s)] {
+		c.danger(scoreDangerHigh+5, false, "runs "+name.s+", downloaded in the same command")
+		return
 	}
 	h, ok := lookup(c.name)
 	if !ok {

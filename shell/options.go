@@ -137,3 +137,24 @@ func subcommand(argv []field, from int, shortVal string, longVal ...string) (str
 	}
 	return "", i
 }
+
+// scanAll reads options wherever they stand among the operands (GNU
+// style): it returns the options and the operands. "--" ends the options.
+func scanAll(argv []field, from int, shortVal string, longVal ...string) ([]opt, []field) {
+	var opts []opt
+	var ops []field
+	i := from
+	for i < len(argv) {
+		more, next := scanOpts(argv, i, shortVal, longVal...)
+		opts = append(opts, more...)
+		if next > 0 && argv[next-1].s == "--" && next-1 >= i {
+			return opts, append(ops, argv[next:]...)
+		}
+		if next >= len(argv) {
+			break
+		}
+		ops = append(ops, argv[next])
+		i = next + 1
+	}
+	return opts, ops
+}

@@ -16,8 +16,12 @@ type walker struct {
 	depth int    // nesting of shell code given as strings
 
 	// vars holds every literal value each variable is given anywhere in
-	// the line; a word using the variable may take any of them.
-	vars map[string][]string
+	// the line; a word using the variable may take any of them. arrays
+	// holds the literal elements of arrays, ifs the characters the line
+	// adds to IFS.
+	vars   map[string][]string
+	arrays map[string][]string
+	ifs    string
 	// cwd is the directory of the last literal cd, when there was one.
 	cwd string
 	// downloaded names files a network fetcher in the line writes to.
@@ -270,9 +274,16 @@ func (w *walker) assign(a *syntax.Assign) {
 	switch a.Name.Value {
 	case "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH":
 		w.add(finding{cat: Dangerous, score: scoreDangerous, reason: "sets " + a.Name.Value + ", loading other code into programs"})
-	case "PATH", "BASH_ENV", "ENV", "PROMPT_COMMAND", "IFS", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXEC_PATH",
-		"NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "PYTHONSTARTUP", "PYTHONPATH", "PAGER", "EDITOR", "VISUAL", "GIT_EDITOR":
+	case "PATH", "BASH_ENV", "ENV", "IFS", "GIT_SSH", "GIT_EXEC_PATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT",
+		"PYTHONSTARTUP", "PYTHONPATH":
 		w.add(finding{cat: Moderate, score: scoreModerate, reason: "sets " + a.Name.Value + ", changing what later commands run"})
+	case "PROMPT_COMMAND", "GIT_SSH_COMMAND", "PAGER", "GIT_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "SUDO_ASKPASS", "SSH_ASKPASS":
+		w.add(finding{cat: Moderate, score: scoreModerate, reason: "sets " + a.Name.Value + ", a command later programs run"})
+		if a.Value != nil {
+			if s, ok := w.literal(a.Value); ok {
+				w.nested(s)
+			}
+		}
 	}
 }
 
@@ -508,7 +519,25 @@ func (w *walker) collectVars(f *syntax.File) {
 			if x.Name != nil && x.Value != nil && x.Array == nil && x.Index == nil {
 				if s, ok := w.literal(x.Value); ok {
 					w.addVar(x.Name.Value, s)
+					if x.Name.Value == "IFS" && len(w.ifs) < 16 {
+						w.ifs += s
+					}
 				}
+			}
+			if x.Name != nil && x.Array != nil {
+				var elems []string
+				for _, e := range x.Array.Elems {
+					if e.Value == nil {
+						continue
+					}
+					if s, ok := w.literal(e.Value); ok && len(elems) < maxFields {
+						elems = append(elems, s)
+					}
+				}
+				if w.arrays == nil {
+					w.arrays = map[string][]string{}
+				}
+				w.arrays[x.Name.Value] = elems
 			}
 		case *syntax.WordIter:
 			if x.Name != nil {
@@ -560,6 +589,39 @@ func fetchesNetwork(word *syntax.Word) bool {
 			}
 		}
 		return true
+	})
+	return found
+}
+
+// decodes reports whether a word's substitutions decode hidden text
+// ($(echo ... | base64 -d)).
+func decodes(word *syntax.Word) bool {
+	if word == nil {
+		return false
+	}
+	found := false
+	syntax.Walk(word, func(n syntax.Node) bool {
+		ce, ok := n.(*syntax.CallExpr)
+		if !ok || found {
+			return !found
+		}
+		name := ""
+		for _, a := range ce.Args {
+			lit := a.Lit()
+			if name == "" {
+				name = commandName(lit)
+				if name == "uudecode" || name == "rev" {
+					found = true
+				}
+				continue
+			}
+			switch {
+			case (name == "base64" || name == "base32" || name == "basenc" || name == "openssl") && (lit == "-d" || lit == "--decode" || lit == "-D"),
+				name == "xxd" && strings.HasPrefix(lit, "-r"):
+				found = true
+			}
+		}
+		return !found
 	})
 	return found
 }

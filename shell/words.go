@@ -240,13 +240,13 @@ func (w *walker) parts(bs []*wordBuilder, parts []syntax.WordPart, quoted bool) 
 			each(func(b *wordBuilder) { b.open = true })
 			bs = w.parts(bs, x.Parts, true)
 		case *syntax.ParamExp:
-			cands := w.paramValues(x)
+			cands, split := w.paramValues(x)
 			if cands == nil {
 				raw := w.paramRaw(x)
 				each(func(b *wordBuilder) { b.dyn(raw) })
 				continue
 			}
-			bs = w.fork(bs, cands, quoted)
+			bs = w.fork(bs, cands, quoted && !split)
 		case *syntax.CmdSubst:
 			if out, ok := w.substOutput(x); ok {
 				bs = w.fork(bs, []string{out}, quoted)
@@ -285,7 +285,7 @@ func (w *walker) fork(bs []*wordBuilder, values []string, quoted bool) []*wordBu
 				nb.lit(v)
 				nb.fromVar = true
 			} else {
-				nb.split(v)
+				nb.split(w.ifsBlanks(v))
 			}
 			out = append(out, nb)
 		}
@@ -295,31 +295,69 @@ func (w *walker) fork(bs []*wordBuilder, values []string, quoted bool) []*wordBu
 
 // paramValues returns the values a parameter expansion may take, from the
 // literal assignments in the line and a ${x:-default}; nil when nothing is
-// known.
-func (w *walker) paramValues(p *syntax.ParamExp) []string {
-	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil ||
-		p.Slice != nil || p.Repl != nil || p.Names != 0 || p.NestedParam != nil || len(p.Modifiers) > 0 {
-		return nil
+// known. split is set for "${array[@]}", which yields one field per element
+// even inside quotes.
+func (w *walker) paramValues(p *syntax.ParamExp) (vals []string, split bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Slice != nil || p.Repl != nil ||
+		p.Names != 0 || p.NestedParam != nil || len(p.Modifiers) > 0 {
+		return nil, false
 	}
-	vals := w.vars[p.Param.Value]
+	name := p.Param.Value
+	if p.Index != nil {
+		elems, ok := w.arrays[name]
+		idx, isWord := p.Index.(*syntax.Word)
+		if !ok || !isWord || p.Exp != nil {
+			return nil, false
+		}
+		switch i := idx.Lit(); i {
+		case "@", "*":
+			return []string{strings.Join(elems, " ")}, true
+		default:
+			n, err := strconv.Atoi(i)
+			if err != nil || n < 0 || n >= len(elems) {
+				return nil, false
+			}
+			return []string{elems[n]}, false
+		}
+	}
+	vals = w.vars[name]
+	if len(vals) == 0 {
+		if elems := w.arrays[name]; len(elems) > 0 {
+			vals = elems[:1]
+		} else if name == "IFS" {
+			vals = []string{" "} // the default IFS splits words
+		}
+	}
 	if p.Exp != nil {
 		switch p.Exp.Op {
 		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
 			if p.Exp.Word == nil {
-				return append(vals[:len(vals):len(vals)], "")
+				return append(vals[:len(vals):len(vals)], ""), false
 			}
 			if s, ok := w.literal(p.Exp.Word); ok {
-				return append(vals[:len(vals):len(vals)], s)
+				return append(vals[:len(vals):len(vals)], s), false
 			}
-			return nil
-		default:
-			return nil
 		}
+		return nil, false
 	}
 	if len(vals) == 0 {
-		return nil
+		return nil, false
 	}
-	return vals
+	return vals, false
+}
+
+// ifsBlanks turns the characters the line adds to IFS into blanks, so a
+// value splits where the shell would split it.
+func (w *walker) ifsBlanks(v string) string {
+	if w.ifs == "" {
+		return v
+	}
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune(w.ifs, r) {
+			return ' '
+		}
+		return r
+	}, v)
 }
 
 // paramRaw renders an unknown parameter expansion: $NAME for the simple
