@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/portcullis/portcullis"
 )
@@ -34,37 +35,54 @@ type auditResult struct {
 // auditWriter commits audit appends in batches (group commit): one goroutine
 // takes every request waiting, writes them in one transaction, one fsync,
 // and answers each caller after the commit.
+//
+// Under load, the callers answered by one commit come back with their next
+// rows a moment after it: were the writer to start the next batch at once,
+// it would hold only the callers that waited during the commit, half of
+// them. So when the last batch had company, the writer waits a little
+// (at most half a commit's time, at most a millisecond) for as many callers
+// as there were then, as PostgreSQL's commit_delay does.
 type auditWriter struct {
 	s      *Store
 	insert *sql.Stmt // insertAudit, prepared on the write connection
 
 	mu     sync.Mutex
-	cond   *sync.Cond // signalled when the queue grows or the writer closes
 	queue  []*auditReq
 	closed bool
+	wake   chan struct{} // holds a token when the queue grew or the writer is closing
 	done   chan struct{} // closed when the writer has drained and ended
 }
+
+// maxCommitDelay bounds how long the writer waits for a batch to fill.
+const maxCommitDelay = time.Millisecond
 
 func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
 	insert, err := s.wdb.PrepareContext(ctx, insertAudit)
 	if err != nil {
 		return nil, err
 	}
-	w := &auditWriter{s: s, insert: insert, done: make(chan struct{})}
-	w.cond = sync.NewCond(&w.mu)
+	w := &auditWriter{s: s, insert: insert, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go w.run()
 	return w, nil
+}
+
+func (w *auditWriter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // submit queues a request; it fails once the writer is closing.
 func (w *auditWriter) submit(req *auditReq) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return errClosed
 	}
 	w.queue = append(w.queue, req)
-	w.cond.Signal()
+	w.mu.Unlock()
+	w.signal()
 	return nil
 }
 
@@ -73,8 +91,8 @@ func (w *auditWriter) submit(req *auditReq) error {
 func (w *auditWriter) close() {
 	w.mu.Lock()
 	w.closed = true
-	w.cond.Broadcast()
 	w.mu.Unlock()
+	w.signal()
 	<-w.done
 	if err := w.insert.Close(); err != nil {
 		w.s.log.Warn("close the audit insert statement", "err", err)
@@ -83,18 +101,59 @@ func (w *auditWriter) close() {
 
 func (w *auditWriter) run() {
 	defer close(w.done)
+	expect, delay := 1, time.Duration(0)
 	for {
-		w.mu.Lock()
-		for len(w.queue) == 0 && !w.closed {
-			w.cond.Wait()
-		}
-		batch := w.queue
-		w.queue = nil
-		w.mu.Unlock()
-		if len(batch) == 0 {
+		batch := w.take(expect, delay)
+		if batch == nil {
 			return // closed and drained
 		}
+		start := time.Now()
 		w.commit(batch)
+		took := time.Since(start)
+		w.mu.Lock()
+		waiting := len(w.queue)
+		w.mu.Unlock()
+		// The callers active now: those just answered and those that
+		// queued during the commit.
+		expect = len(batch) + waiting
+		delay = min(took/2, maxCommitDelay)
+	}
+}
+
+// take returns the queued requests once there are expect of them, or delay
+// after the first arrived, or at once when closing; nil when closed and
+// drained.
+func (w *auditWriter) take(expect int, delay time.Duration) []*auditReq {
+	var timer *time.Timer
+	var timeout <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	expired := false
+	for {
+		w.mu.Lock()
+		n, closed := len(w.queue), w.closed
+		if n > 0 && (n >= expect || closed || expired || delay == 0) {
+			batch := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			return batch
+		}
+		w.mu.Unlock()
+		if n == 0 && closed {
+			return nil
+		}
+		if n > 0 && timer == nil {
+			timer = time.NewTimer(delay)
+			timeout = timer.C
+		}
+		select {
+		case <-w.wake:
+		case <-timeout:
+			expired = true
+		}
 	}
 }
 
