@@ -126,54 +126,119 @@ func (s *Store) runWriter() {
 	}
 }
 
-const insertAuditSQL = `INSERT INTO audit (seq, time, kind, decision_id, session, agent, tool, outcome, body, prev_hash, hash)
-	SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
-		$7::text[], $8::text[], $9::bytea[], $10::text[], $11::text[])`
+// chainHead is the writer's knowledge of the chain's head after its last
+// commit. Only the writer goroutine uses it.
+type chainHead struct {
+	seq   int64
+	hash  string
+	known bool
+}
 
-// commitBatch appends the batch's n rows in one transaction: lock the
-// chain's head, chain the rows to it, insert them, move the head, commit.
-func (s *Store) commitBatch(batch []*appendReq, n int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-	defer cancel()
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return s.fail("begin", err)
+// auditColumnsArrays are the batch's rows as one array per column, for
+// unnest.
+type auditColumnsArrays struct {
+	seqs                                       []int64
+	times                                      []time.Time
+	kinds, dids, sessions, agents, tools, outs []string
+	bodies                                     [][]byte
+	prevs, hashes                              []string
+}
+
+func (c *auditColumnsArrays) args() []any {
+	return []any{c.seqs, c.times, c.kinds, c.dids, c.sessions, c.agents, c.tools, c.outs, c.bodies, c.prevs, c.hashes}
+}
+
+// chain numbers and hashes the batch's rows after head, fills in their
+// records, and returns them as column arrays and the new head.
+func chain(batch []*appendReq, n int, head chainHead) (*auditColumnsArrays, chainHead) {
+	c := &auditColumnsArrays{
+		seqs: make([]int64, 0, n), times: make([]time.Time, 0, n),
+		kinds: make([]string, 0, n), dids: make([]string, 0, n), sessions: make([]string, 0, n),
+		agents: make([]string, 0, n), tools: make([]string, 0, n), outs: make([]string, 0, n),
+		bodies: make([][]byte, 0, n), prevs: make([]string, 0, n), hashes: make([]string, 0, n),
 	}
-	defer s.rollback(tx)
-	var seq int64
-	var prev string
-	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_head FOR UPDATE`).Scan(&seq, &prev); err != nil {
-		return s.fail("lock the chain head", err)
-	}
-	var (
-		seqs                                       = make([]int64, 0, n)
-		times                                      = make([]time.Time, 0, n)
-		kinds, dids, sessions, agents, tools, outs = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-		bodies                                     = make([][]byte, 0, n)
-		prevs, hashes                              = make([]string, 0, n), make([]string, 0, n)
-	)
+	seq, prev := head.seq, head.hash
 	for _, req := range batch {
 		for i := range req.rows {
 			r := &req.rows[i]
 			seq++
 			hash := portcullis.ChainHash(prev, seq, r.body)
 			r.rec = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: hash}
-			seqs, times, bodies = append(seqs, seq), append(times, r.time), append(bodies, r.body)
-			kinds, dids, sessions = append(kinds, r.kind), append(dids, r.decisionID), append(sessions, r.session)
-			agents, tools, outs = append(agents, r.agent), append(tools, r.tool), append(outs, r.outc)
-			prevs, hashes = append(prevs, prev), append(hashes, hash)
+			c.seqs, c.times, c.bodies = append(c.seqs, seq), append(c.times, r.time), append(c.bodies, r.body)
+			c.kinds, c.dids, c.sessions = append(c.kinds, r.kind), append(c.dids, r.decisionID), append(c.sessions, r.session)
+			c.agents, c.tools, c.outs = append(c.agents, r.agent), append(c.tools, r.tool), append(c.outs, r.outc)
+			c.prevs, c.hashes = append(c.prevs, prev), append(c.hashes, hash)
 			prev = hash
 		}
 	}
+	return c, chainHead{seq: seq, hash: prev, known: true}
+}
+
+const (
+	insertAuditColumns = `INSERT INTO audit (seq, time, kind, decision_id, session, agent, tool, outcome, body, prev_hash, hash)`
+	unnestAudit        = `unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
+		$7::text[], $8::text[], $9::bytea[], $10::text[], $11::text[])`
+
+	// appendIfHeadSQL appends the rows only if the chain's head is still
+	// ($12, $13), moving it to ($14, $15): one statement, one round trip,
+	// committed on its own. The UPDATE locks the head row as the locking
+	// path does, so replicas still append one after the other; a replica
+	// that finds the head moved inserts nothing and takes the locking path.
+	appendIfHeadSQL = `WITH head AS (
+			UPDATE audit_head SET seq = $14, hash = $15 WHERE seq = $12 AND hash = $13 RETURNING 1)
+		` + insertAuditColumns + ` SELECT * FROM ` + unnestAudit + ` WHERE EXISTS (SELECT 1 FROM head)`
+
+	insertAuditSQL = insertAuditColumns + ` SELECT * FROM ` + unnestAudit
+)
+
+// commitBatch appends the batch's n rows in one transaction. When the
+// writer knows the chain's head (it committed the last rows itself), it
+// chains the rows to it and commits them in one statement that checks the
+// head has not moved. Otherwise, or when another replica appended since, it
+// locks the head, reads it, chains the rows to it and commits.
+func (s *Store) commitBatch(batch []*appendReq, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if s.head.known {
+		cols, next := chain(batch, n, s.head)
+		args := append(cols.args(), s.head.seq, s.head.hash, next.seq, next.hash)
+		s.head.known = false // until the commit is known to have succeeded
+		tag, err := s.pool.Exec(ctx, appendIfHeadSQL, args...)
+		if err != nil {
+			return s.fail("append rows", err)
+		}
+		if tag.RowsAffected() == int64(n) {
+			s.head = next
+			return nil
+		}
+		// Another replica appended since: nothing was written.
+	}
+	return s.commitLocked(ctx, batch, n)
+}
+
+// commitLocked appends under the head's row lock: lock and read the head,
+// chain the rows to it, insert them, move the head, commit.
+func (s *Store) commitLocked(ctx context.Context, batch []*appendReq, n int) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.fail("begin", err)
+	}
+	defer s.rollback(tx)
+	var head chainHead
+	if err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_head FOR UPDATE`).Scan(&head.seq, &head.hash); err != nil {
+		return s.fail("lock the chain head", err)
+	}
+	cols, next := chain(batch, n, head)
 	b := &pgx.Batch{}
-	b.Queue(insertAuditSQL, seqs, times, kinds, dids, sessions, agents, tools, outs, bodies, prevs, hashes)
-	b.Queue(`UPDATE audit_head SET seq = $1, hash = $2`, seq, prev)
+	b.Queue(insertAuditSQL, cols.args()...)
+	b.Queue(`UPDATE audit_head SET seq = $1, hash = $2`, next.seq, next.hash)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return s.fail("insert rows", err)
+		return s.fail("append rows", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.fail("commit", err)
 	}
+	s.head = next
 	return nil
 }
 

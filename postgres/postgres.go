@@ -78,6 +78,7 @@ type Store struct {
 	closed  bool
 	appends chan *appendReq
 	writer  chan struct{} // closed when the audit writer has drained
+	head    chainHead     // the audit writer's own
 
 	watchMu  sync.Mutex
 	watchers map[*watcher]struct{}

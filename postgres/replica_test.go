@@ -141,6 +141,32 @@ func TestReplicasAppendOneChain(t *testing.T) {
 	}
 }
 
+// TestReplicasAlternateAppends appends through one replica, then the other:
+// each finds the head moved by the other since its own last append.
+func TestReplicasAlternateAppends(t *testing.T) {
+	dsn := testDSN(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	clock := storetest.NewClock()
+	replicas := []portcullis.Store{openStore(t, dsn, schema, clock), openStore(t, dsn, schema, clock)}
+	prev := portcullis.GenesisHash
+	for i := range 12 {
+		ev := portcullis.AuditEvent{Kind: portcullis.AuditDecision, Time: clock.Now(), DecisionID: fmt.Sprintf("d%d", i)}
+		recs, err := replicas[i/2%2].AppendAudit(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(i + 1); recs[0].Seq != want || recs[0].PrevHash != prev {
+			t.Fatalf("append #%d through replica %d = seq %d after %s; want seq %d after %s", i, i/2%2, recs[0].Seq, recs[0].PrevHash, want, prev)
+		}
+		prev = recs[0].Hash
+	}
+	if v, err := portcullis.VerifyAudit(ctx, replicas[0], nil); err != nil || !v.OK() || v.Rows != 12 {
+		t.Fatalf("VerifyAudit = %+v, %v; want 12 rows in one chain", v, err)
+	}
+}
+
 func TestReplicasWatch(t *testing.T) {
 	dsn := testDSN(t)
 	t.Parallel()
