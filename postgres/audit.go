@@ -95,13 +95,29 @@ func (s *Store) enqueue(ctx context.Context, req *appendReq) error {
 	}
 }
 
+// maxLinger bounds how long the writer waits for more callers before a
+// commit.
+const maxLinger = 500 * time.Microsecond
+
 // runWriter commits queued appends until the queue is closed and drained.
+//
+// When the last batch had several callers, appends are arriving
+// concurrently, and the callers just answered are likely to append again
+// at once: the writer then waits a little (until as many callers as last
+// time are queued, for at most half the last commit's duration and
+// maxLinger) so that they share the next commit instead of splitting into
+// groups that take turns. A lone caller never waits.
 func (s *Store) runWriter() {
 	defer close(s.writer)
 	var batch []*appendReq
+	lastCallers, lastCommit := 0, time.Duration(0)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for first := range s.appends {
 		batch = append(batch[:0], first)
 		n := len(first.rows)
+		wait := min(lastCommit/2, maxLinger)
+		waiting := false
 	gather:
 		for n < maxBatchRows {
 			select {
@@ -111,11 +127,34 @@ func (s *Store) runWriter() {
 				}
 				batch = append(batch, req)
 				n += len(req.rows)
+				continue
 			default:
+			}
+			if lastCallers <= 1 || len(batch) >= lastCallers || wait <= 0 {
+				break
+			}
+			if !waiting {
+				waiting = true
+				linger.Reset(wait)
+			}
+			select {
+			case req, ok := <-s.appends:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, req)
+				n += len(req.rows)
+			case <-linger.C:
+				waiting = false
 				break gather
 			}
 		}
+		if waiting {
+			linger.Stop()
+		}
+		start := time.Now()
 		err := s.commitBatch(batch, n)
+		lastCallers, lastCommit = len(batch), time.Since(start)
 		if err != nil {
 			s.log.Error("audit commit failed", "rows", n, "callers", len(batch), "err", err)
 		}
