@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/policy"
 )
 
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -449,11 +450,12 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit prune", stderr, "audit prune [--max-age 2160h|90d] [--max-rows N]")
+	fs := newFlagSet("audit prune", stderr, "audit prune [--max-age 2160h|90d] [--max-rows N] [--policy FILE]")
 	var sf stateFlags
 	sf.register(fs)
 	maxAge := fs.String("max-age", "", "prune rows older than this (a duration, or days as 90d)")
 	maxRows := fs.Int64("max-rows", 0, "keep only the newest this many rows")
+	policyFlag := fs.String("policy", "", "take audit.retention from this policy `file` (default $PORTCULLIS_POLICY) when neither --max-age nor --max-rows is given")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -461,15 +463,30 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) > 0 {
 		return usageError("audit prune: unexpected argument %q", pos[0])
 	}
-	if *maxAge == "" && *maxRows <= 0 {
-		return usageError("audit prune needs --max-age or --max-rows")
-	}
 	now := time.Now()
 	var cutoff time.Time
 	if *maxAge != "" {
 		if cutoff, err = parseWhen(*maxAge, now); err != nil {
 			return usageError("--max-age: %v", err)
 		}
+	}
+	if *maxAge == "" && *maxRows <= 0 {
+		path, err := policyPath(*policyFlag)
+		if err != nil {
+			return usageError("audit prune needs --max-age, --max-rows, or a policy with audit.retention (--policy FILE)")
+		}
+		pol, _, err := policy.Load(path)
+		if err != nil {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+		r := pol.Audit.Retention
+		if r.MaxAge <= 0 && r.MaxRows <= 0 {
+			return usageError("%s has no audit.retention; pass --max-age or --max-rows", path)
+		}
+		if r.MaxAge > 0 {
+			cutoff = now.Add(-r.MaxAge)
+		}
+		*maxRows = r.MaxRows
 	}
 	st, err := sf.open(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {

@@ -119,6 +119,18 @@ func TestAuditCommands(t *testing.T) {
 	if code, stdout, _ = runCLI(t, "", "audit", "prune", "--max-rows", "2", "--state", dir); code != 0 || !strings.Contains(stdout, "nothing to prune") {
 		t.Fatalf("second prune = exit %d, %q", code, stdout)
 	}
+	// The policy's audit.retention applies when no flag is given.
+	retention := filepath.Join(t.TempDir(), "retention.yaml")
+	if err := os.WriteFile(retention, []byte("version: 1\naudit: {retention: {maxRows: 1}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr = runCLI(t, "", "audit", "prune", "--policy", retention, "--state", dir); code != 0 || !strings.Contains(stdout, "pruned rows up to 3") {
+		t.Fatalf("prune by the policy's retention = exit %d, %q, %q", code, stdout, stderr)
+	}
+	t.Setenv("PORTCULLIS_POLICY", "")
+	if code, _, stderr = runCLI(t, "", "audit", "prune", "--state", dir); code != 2 || !strings.Contains(stderr, "--max-age") {
+		t.Fatalf("prune without any retention = exit %d, %q; want 2", code, stderr)
+	}
 
 	// Forging the checkpoint's signature (or losing the key) is caught.
 	if err := os.WriteFile(filepath.Join(dir, "audit.key"), []byte("another key\n"), 0o600); err != nil {
