@@ -27,6 +27,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -148,8 +149,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %s: listen for changes: %w", where, describeConnectError(err))
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.runListener(l)
+	go s.runJanitor()
 	go s.runWriter()
 	return s, nil
 }
@@ -201,6 +203,37 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// janitorEvery is how often expired grants are deleted; janitorGrace is how
+// long after its expiry a grant is kept (it no longer matches anyway).
+const (
+	janitorEvery = 10 * time.Minute
+	janitorGrace = time.Hour
+)
+
+// runJanitor deletes long-expired grants until the store closes.
+func (s *Store) runJanitor() {
+	defer s.wg.Done()
+	t := time.NewTicker(janitorEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.life, time.Minute)
+		tag, err := s.pool.Exec(ctx, `DELETE FROM grants WHERE expires_at < $1`, s.now().Add(-janitorGrace))
+		cancel()
+		if err != nil {
+			s.log.Warn("delete expired grants", "err", err)
+			continue
+		}
+		if n := tag.RowsAffected(); n > 0 {
+			s.log.Debug("deleted expired grants", "grants", n)
+		}
+	}
+}
+
 // errClosed is returned by calls on a closed store.
 var errClosed = errors.New("postgres store is closed")
 
@@ -237,13 +270,10 @@ func (s *Store) fail(what string, err error) error {
 }
 
 // isConnError reports whether err means the connection (not the statement)
-// failed.
+// failed: the server went away, the backend was terminated, the network
+// broke, or no connection could be made.
 func isConnError(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var pe *portcullis.Error
-	if errors.As(err, &pe) {
 		return false
 	}
 	var pgErr *pgconn.PgError
@@ -253,7 +283,11 @@ func isConnError(err error) bool {
 		return pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" ||
 			strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
 	}
-	return !errors.Is(err, pgx.ErrNoRows)
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &netErr) || errors.As(err, &connErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err) // e.g. the connection was already closed
 }
 
 func (s *Store) resetPool() {
