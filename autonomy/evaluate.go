@@ -224,7 +224,7 @@ func decide(in *Input, hook func(string)) (d Directive) {
 	for _, p := range env.AutoApprove {
 		if matchHint(p, hint, low) {
 			n = n.str("Action matches autoApprove pattern ").quote(p).
-				str("; the safety tier and risk checks still apply").factor()
+				str(" (the safety checks still apply)").factor()
 			approved = true
 			break
 		}
@@ -242,26 +242,28 @@ func decide(in *Input, hook func(string)) (d Directive) {
 			tier = TierDangerZone
 		}
 		d.Tier = tier
-		n = n.str("Safety tier: ").str(string(tier)).factor()
-		if danger >= 0 {
-			n = n.str("Matches danger zone pattern: ").str(dangerNames[danger]).factor()
-		}
-		if in.Blocked {
-			n = n.str("The shell classifier classified the action as blocked").factor()
-		}
-		if danger < 0 && !in.Blocked {
-			n = n.str("Risk score ").float(d.RiskScore)
+		n = n.str("Safety tier: ").str(string(tier)).str(" (")
+		switch {
+		case danger >= 0 && in.Blocked:
+			n = n.str("matches danger zone pattern ").str(dangerNames[danger]).
+				str("; the shell classifier classified the action as blocked)").factor()
+		case danger >= 0:
+			n = n.str("matches danger zone pattern ").str(dangerNames[danger]).str(")").factor()
+		case in.Blocked:
+			n = n.str("the shell classifier classified the action as blocked)").factor()
+		default:
+			n = n.str("risk score ").float(d.RiskScore)
 			switch tier {
 			case TierAdvisory:
-				n = n.str(" < ").int(confirmFrom).str(" (advisory)")
+				n = n.str(" < ").int(confirmFrom)
 			case TierConfirm:
-				n = n.str(" >= ").int(confirmFrom).str(" (confirm threshold)")
+				n = n.str(" >= ").int(confirmFrom)
 			case TierVerify:
-				n = n.str(" >= ").int(verifyFrom).str(" (verify threshold)")
+				n = n.str(" >= ").int(verifyFrom)
 			default:
-				n = n.str(" >= ").int(dangerFrom).str(" (danger zone threshold)")
+				n = n.str(" >= ").int(dangerFrom)
 			}
-			n = n.factor()
+			n = n.str(")").factor()
 		}
 		switch tier {
 		case TierDangerZone:
