@@ -3,6 +3,7 @@ package shell
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -170,16 +171,26 @@ func (c *Classifier) Classify(command string) Classification {
 	return w.res.classification()
 }
 
-// parse parses src; with recover set, the parser skips missing tokens.
-func (c *Classifier) parse(src string, recover bool) (*syntax.File, error) {
-	if recover {
-		p := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(16))
-		return p.Parse(strings.NewReader(src), "")
+// parse parses src; when lenient, the parser skips missing tokens. A panic
+// inside the parser (it has one on some malformed input) is an error like
+// any other, and that parser is not reused.
+func (c *Classifier) parse(src string, lenient bool) (f *syntax.File, err error) {
+	var p *syntax.Parser
+	if lenient {
+		p = syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(16))
+	} else {
+		p = c.parsers.Get().(*syntax.Parser)
 	}
-	p := c.parsers.Get().(*syntax.Parser)
-	f, err := p.Parse(strings.NewReader(src), "")
-	c.parsers.Put(p)
-	return f, err
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("the parser failed: %v", r)
+			return
+		}
+		if !lenient {
+			c.parsers.Put(p)
+		}
+	}()
+	return p.Parse(strings.NewReader(src), "")
 }
 
 // Scores within the bands. A finding carries one of these; the line's score
@@ -225,10 +236,23 @@ func (r *result) record(argv []string) {
 	if len(r.commands) >= maxCommands {
 		return
 	}
-	key := strings.Join(argv, "\x00")
-	if r.seen == nil {
-		r.seen = map[string]bool{}
+	if len(r.commands) < 16 {
+		// Few commands: comparing is cheaper than a map.
+		for _, c := range r.commands {
+			if slices.Equal(c, argv) {
+				return
+			}
+		}
+		r.commands = append(r.commands, argv)
+		return
 	}
+	if r.seen == nil {
+		r.seen = make(map[string]bool, 2*len(r.commands))
+		for _, c := range r.commands {
+			r.seen[strings.Join(c, "\x00")] = true
+		}
+	}
+	key := strings.Join(argv, "\x00")
 	if r.seen[key] {
 		return
 	}
@@ -268,11 +292,14 @@ func (r *result) classification() Classification {
 // Limits that keep a hostile line from costing more than a bounded amount
 // of work.
 const (
-	maxDepth    = 8    // nested shell code: bash -c "bash -c ..."
-	maxWork     = 4000 // simple commands and parses per line
-	maxVariants = 16   // argv variants of one simple command
-	maxAlts     = 8    // values one word may take
-	maxFields   = 64   // fields one brace expansion may yield
-	maxCommands = 512  // commands reported
-	maxReasons  = 32   // reasons reported
+	maxDepth     = 8         // nested shell code: bash -c "bash -c ..."
+	maxInput     = 256 << 10 // bytes of one piece of code
+	maxNesting   = 200       // brackets nested in one piece of code
+	maxOperators = 8000      // | and & characters in one piece of code
+	maxWork      = 4000      // simple commands and parses per line
+	maxVariants  = 16        // argv variants of one simple command
+	maxAlts      = 8         // values one word may take
+	maxFields    = 64        // fields one brace expansion may yield
+	maxCommands  = 512       // commands reported
+	maxReasons   = 32        // reasons reported
 )

@@ -337,6 +337,13 @@ func isInstallWord(s string) bool {
 	return false
 }
 
+// goValueFlags are the go command's build and test flags that take a value.
+var goValueFlags = map[string]bool{"-C": true, "-o": true, "-p": true, "-tags": true, "-ldflags": true, "-gcflags": true,
+	"-asmflags": true, "-mod": true, "-modfile": true, "-overlay": true, "-pgo": true, "-exec": true, "-toolexec": true,
+	"-buildmode": true, "-compiler": true, "-installsuffix": true, "-pkgdir": true, "-covermode": true, "-coverpkg": true,
+	"-run": true, "-bench": true, "-count": true, "-timeout": true, "-cpu": true, "-parallel": true, "-fuzz": true,
+	"-fuzztime": true, "-skip": true, "-benchtime": true, "-coverprofile": true, "-cpuprofile": true, "-memprofile": true, "-shuffle": true}
+
 // goCmd: building, testing and inspecting are safe; go run and generate
 // run code; go install and go get install it. go run of Portcullis's own
 // command is judged as that command.
@@ -354,15 +361,10 @@ func goCmd(c *cmd) {
 	sub := c.argv[i].s
 	rest := c.argv[i+1:]
 	c.canon = append([]string{"go", sub}, strs(rest)...)
-	valueFlags := map[string]bool{"-C": true, "-o": true, "-p": true, "-tags": true, "-ldflags": true, "-gcflags": true,
-		"-asmflags": true, "-mod": true, "-modfile": true, "-overlay": true, "-pgo": true, "-exec": true, "-toolexec": true,
-		"-buildmode": true, "-compiler": true, "-installsuffix": true, "-pkgdir": true, "-covermode": true, "-coverpkg": true,
-		"-run": true, "-bench": true, "-count": true, "-timeout": true, "-cpu": true, "-parallel": true, "-fuzz": true,
-		"-fuzztime": true, "-skip": true, "-benchtime": true, "-coverprofile": true, "-cpuprofile": true, "-memprofile": true, "-shuffle": true}
 	k := 0
 	for k < len(rest) && strings.HasPrefix(rest[k].s, "-") {
 		name, val, hasEq := strings.Cut(strings.Replace(rest[k].s, "--", "-", 1), "=")
-		if !hasEq && valueFlags[name] && k+1 < len(rest) {
+		if !hasEq && goValueFlags[name] && k+1 < len(rest) {
 			k++
 			val = rest[k].s
 		}

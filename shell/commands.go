@@ -19,6 +19,15 @@ type cmd struct {
 	canon    []string  // argv without global options (git -C x push is git push), for rules
 	flags    stageInfo // what it does, for judging a pipeline
 	sh       *simpleCtx
+	words    []string // argv's values, once asked for
+}
+
+// values returns the layer's argv as strings.
+func (c *cmd) values() []string {
+	if c.words == nil {
+		c.words = strs(c.argv)
+	}
+	return c.words
 }
 
 // simpleCtx is shared by the layers of one simple command.
@@ -133,7 +142,8 @@ func (w *walker) simple(argv []field, in stdin) {
 	for i := range argv {
 		argv[i].id = i
 	}
-	sh := &simpleCtx{cmdPos: make([]bool, len(argv)), skip: make([]bool, len(argv)), noSecret: make([]bool, len(argv))}
+	marks := make([]bool, 3*len(argv))
+	sh := &simpleCtx{cmdPos: marks[:len(argv)], skip: marks[len(argv) : 2*len(argv)], noSecret: marks[2*len(argv):]}
 	var layers []*cmd
 	cur := argv
 	for len(cur) > 0 {
@@ -154,7 +164,7 @@ func (w *walker) simple(argv []field, in stdin) {
 	}
 	last := layers[len(layers)-1]
 	if !last.script {
-		w.res.record(strs(last.argv))
+		w.res.record(last.values())
 	}
 	sh.meta = sh.meta || metaCommands[last.name]
 	w.argChecks(argv, sh)

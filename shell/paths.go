@@ -20,6 +20,17 @@ func newProtectedPath(p, home string) protectedPath {
 	return protectedPath{norm: n, comps: splitPath(n)}
 }
 
+// mayBeProtected reports whether s holds the last component of some
+// protected path, as every path naming one (or one beneath it) does.
+func (c *Classifier) mayBeProtected(s string) bool {
+	for _, pp := range c.protected {
+		if strings.Contains(s, pp.comps[len(pp.comps)-1]) {
+			return true
+		}
+	}
+	return false
+}
+
 func cleanHome(h string) string {
 	h = strings.TrimSpace(h)
 	if h == "" || h == "/" {
@@ -109,6 +120,9 @@ func under(p, q []string, glob bool) bool {
 // touchesProtected reports whether a field names one of Portcullis's own
 // files, or a path beneath one.
 func (w *walker) touchesProtected(f field) bool {
+	if !f.glob && w.cwd == "" && !w.c.mayBeProtected(f.s) {
+		return false
+	}
 	for _, cand := range pathCandidates(f.s) {
 		if w.protectedPath(cand, f.glob) {
 			return true
@@ -150,6 +164,9 @@ func (w *walker) protectedPath(s string, glob bool) bool {
 
 // isSecret reports whether a field names a file that holds secrets.
 func (w *walker) isSecret(f field) bool {
+	if !f.glob && w.cwd == "" && !containsAnyOf(f.s, secretMarkers...) {
+		return false
+	}
 	for _, cand := range pathCandidates(f.s) {
 		p := w.c.normPath(cand)
 		if secretPath(p, f.glob) {
@@ -161,6 +178,12 @@ func (w *walker) isSecret(f field) bool {
 	}
 	return false
 }
+
+// secretMarkers are substrings every secret path holds; a path without any
+// of them is not checked further.
+var secretMarkers = []string{".ssh", ".gnupg", ".aws", ".azure", ".password-store", ".kube", ".config", ".docker",
+	"shadow", "master.passwd", "sudoers", "ssh_host_", "env", "netrc", "pgpass", "credentials", "npmrc", "pypirc",
+	"vault-token", "my.cnf", ".boto", "s3cfg", "id_", ".key"}
 
 var secretDirs = map[string]bool{".ssh": true, ".gnupg": true, ".aws": true, ".azure": true, ".password-store": true, ".kube": true}
 

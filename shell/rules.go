@@ -95,7 +95,7 @@ func (r *rule) matches(argv []string) bool {
 }
 
 func (r *rule) matchesLayer(c *cmd) bool {
-	return r.matches(strs(c.argv)) || c.canon != nil && r.matches(c.canon)
+	return r.matches(c.values()) || c.canon != nil && r.matches(c.canon)
 }
 
 // ruleMatchesExample reports whether the rule matches any layer of any

@@ -63,6 +63,19 @@ func (w *walker) script(src string) {
 	if !w.spend() {
 		return
 	}
+	if len(src) > maxInput {
+		w.add(finding{cat: Dangerous, score: scoreDangerous, reason: fmt.Sprintf("longer than %d KiB: too long to classify", maxInput>>10)})
+		w.fallback(src)
+		return
+	}
+	if d, ops := shape(src); d > maxNesting || ops > maxOperators {
+		// The parser's cost grows faster than the input's when brackets
+		// nest this deep or pipelines and lists chain this long; no real
+		// command does.
+		w.add(finding{cat: Dangerous, score: scoreDangerous, reason: "too deeply nested or too long a chain of commands to classify"})
+		w.fallback(src)
+		return
+	}
 	f, err := w.c.parse(src, false)
 	if err != nil {
 		w.add(finding{cat: Moderate, score: scoreUnparsed, reason: "does not parse as a shell command (" + parseErr(err) + ")"})
@@ -94,6 +107,31 @@ func (w *walker) nested(src string) {
 	w.depth++
 	w.script(src)
 	w.depth--
+}
+
+// shape returns how deep brackets nest in src and how many | and &
+// characters it holds, outside single quotes.
+func shape(src string) (deepest, ops int) {
+	depth := 0
+	quoted := false
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; {
+		case quoted:
+			quoted = c != '\''
+		case c == '\\':
+			i++
+		case c == '\'':
+			quoted = true
+		case c == '(' || c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ')' || c == '}' || c == ']':
+			depth = max(depth-1, 0)
+		case c == '|' || c == '&':
+			ops++
+		}
+	}
+	return deepest, ops
 }
 
 func parseErr(err error) string {
@@ -228,9 +266,28 @@ func (w *walker) subs(n syntax.Node) {
 }
 
 func (w *walker) subsWord(word *syntax.Word) {
-	if word != nil && len(word.Parts) > 0 {
+	if word != nil && len(word.Parts) > 0 && !plainWord(word) {
 		w.subs(word)
 	}
+}
+
+// plainWord reports whether a word holds only literal text, so it has no
+// substitutions to walk.
+func plainWord(word *syntax.Word) bool {
+	for _, p := range word.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (w *walker) funcDecl(x *syntax.FuncDecl) {

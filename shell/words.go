@@ -35,6 +35,13 @@ func strs(fs []field) []string {
 func (w *walker) expandArgs(words []*syntax.Word) [][]field {
 	variants := [][]field{make([]field, 0, len(words))}
 	for i, word := range words {
+		if lit, ok := plainLit(word); ok {
+			// The common case: one plain literal, the same in every variant.
+			for v := range variants {
+				variants[v] = append(variants[v], field{s: lit, id: i, static: true, word: word})
+			}
+			continue
+		}
 		alts := w.expandWord(word)
 		for a := range alts {
 			for k := range alts[a] {
@@ -62,6 +69,19 @@ func (w *walker) expandArgs(words []*syntax.Word) [][]field {
 		variants = next
 	}
 	return variants
+}
+
+// plainLit returns a word's value when it is one literal with nothing to
+// expand: no escapes, braces or glob characters.
+func plainLit(word *syntax.Word) (string, bool) {
+	if word == nil || len(word.Parts) != 1 {
+		return "", false
+	}
+	l, ok := word.Parts[0].(*syntax.Lit)
+	if !ok || strings.ContainsAny(l.Value, "\\{*?[") {
+		return "", false
+	}
+	return l.Value, true
 }
 
 // wordBuilder builds the fields of one word.
@@ -138,6 +158,9 @@ func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 func (w *walker) expandWord(word *syntax.Word) [][]field {
 	if word == nil || len(word.Parts) == 0 {
 		return [][]field{nil}
+	}
+	if lit, ok := plainLit(word); ok {
+		return [][]field{{{s: lit, static: true}}}
 	}
 	if fs, ok := w.braces(word); ok {
 		return [][]field{fs}
