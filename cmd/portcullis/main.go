@@ -65,6 +65,7 @@ Usage:
   portcullis explain --policy FILE REQUEST   show which stage decided a request and why (REQUEST is JSON, or - for stdin)
   portcullis policy lint [--strict] FILE     check a policy file and print its warnings
   portcullis policy test [-v] FILE...        run policy unit-test files
+  portcullis classify [--policy FILE] -- CMD classify a shell command without running it (or {"command": ...} JSON lines from stdin)
   portcullis audit tail [-n N] [-f]          the newest audit rows (and new ones as they come)
   portcullis audit query [filters]           audit rows by session, agent, tool, outcome, kind, time
   portcullis audit verify                    check the audit log's hash chain
@@ -94,6 +95,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExplain(ctx, rest, stdin, stdout, stderr)
 	case "policy":
 		return runPolicy(ctx, rest, stdout, stderr)
+	case "classify":
+		return runClassify(ctx, rest, stdin, stdout, stderr)
 	case "audit":
 		return runAudit(ctx, rest, stdout, stderr)
 	case "unblock":
