@@ -43,8 +43,10 @@ type auditResult struct {
 // (at most half a commit's time, at most a millisecond) for as many callers
 // as there were then, as PostgreSQL's commit_delay does.
 type auditWriter struct {
-	s      *Store
-	insert *sql.Stmt // insertAudit, prepared on the write connection
+	s *Store
+	// The statements of a batch, prepared once on the write connection:
+	// the head of the chain, and inserts of one row and of auditChunk rows.
+	head, insert1, insertN *sql.Stmt
 
 	mu     sync.Mutex
 	queue  []*auditReq
@@ -57,11 +59,22 @@ type auditWriter struct {
 const maxCommitDelay = time.Millisecond
 
 func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
-	insert, err := s.wdb.PrepareContext(ctx, insertAudit)
-	if err != nil {
-		return nil, err
+	w := &auditWriter{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&w.head, selectHead},
+		{&w.insert1, insertAudit(1)},
+		{&w.insertN, insertAudit(auditChunk)},
+	} {
+		stmt, err := s.wdb.PrepareContext(ctx, p.sql)
+		if err != nil {
+			w.closeStmts()
+			return nil, err
+		}
+		*p.stmt = stmt
 	}
-	w := &auditWriter{s: s, insert: insert, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go w.run()
 	return w, nil
 }
@@ -94,8 +107,17 @@ func (w *auditWriter) close() {
 	w.mu.Unlock()
 	w.signal()
 	<-w.done
-	if err := w.insert.Close(); err != nil {
-		w.s.log.Warn("close the audit insert statement", "err", err)
+	w.closeStmts()
+}
+
+func (w *auditWriter) closeStmts() {
+	for _, stmt := range []*sql.Stmt{w.head, w.insert1, w.insertN} {
+		if stmt == nil {
+			continue
+		}
+		if err := stmt.Close(); err != nil {
+			w.s.log.Warn("close an audit statement", "err", err)
+		}
 	}
 }
 
@@ -191,7 +213,7 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	out, err := appendRows(ctx, tx, w.insert, reqs)
+	out, err := w.appendRows(ctx, tx, reqs)
 	if err != nil {
 		if rerr := tx.Rollback(); rerr != nil {
 			w.s.log.Warn("audit rollback failed", "err", rerr)
@@ -204,38 +226,65 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 	return out, nil
 }
 
-const insertAudit = `INSERT INTO audit (seq, time, kind, decision_id, session, agent, tool, outcome, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// insertAudit returns an INSERT of n audit rows.
+func insertAudit(n int) string {
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	return `INSERT INTO audit (seq, time, kind, decision_id, session, agent, tool, outcome, body, prev_hash, hash) VALUES ` +
+		strings.Repeat(row+", ", n-1) + row
+}
 
-func appendRows(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
-	seq, prev, err := auditHead(ctx, tx)
+// auditChunk is how many rows one prepared INSERT writes: fewer calls into
+// SQLite per row, and a statement small enough to keep in memory.
+const auditChunk = 16
+
+// selectHead reads the last row of the chain.
+const selectHead = `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`
+
+func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
+	seq, prev, err := auditHead(ctx, tx, tx.StmtContext(ctx, w.head))
 	if err != nil {
 		return nil, err
 	}
-	stmt := tx.StmtContext(ctx, insert)
-	defer stmt.Close()
+	total := 0
+	for _, req := range reqs {
+		total += len(req.rows)
+	}
+	const cols = 11
+	args := make([]any, 0, cols*total)
 	out := make([][]portcullis.AuditRecord, len(reqs))
 	for i, req := range reqs {
-		recs := make([]portcullis.AuditRecord, len(req.rows))
+		out[i] = make([]portcullis.AuditRecord, len(req.rows))
 		for j, r := range req.rows {
 			seq++
 			h := portcullis.ChainHash(prev, seq, r.body)
-			if _, err := stmt.ExecContext(ctx, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h); err != nil {
-				return nil, fmt.Errorf("insert row %d: %w", seq, err)
-			}
-			recs[j] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			out[i][j] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			args = append(args, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h)
 			prev = h
 		}
-		out[i] = recs
+	}
+	// Whole chunks while they last, then row by row.
+	insert1, insertN := tx.StmtContext(ctx, w.insert1), tx.StmtContext(ctx, w.insertN)
+	for off := 0; off < total; {
+		n, stmt := 1, insert1
+		if total-off >= auditChunk {
+			n, stmt = auditChunk, insertN
+		}
+		if _, err := stmt.ExecContext(ctx, args[off*cols:(off+n)*cols]...); err != nil {
+			first := seq - int64(total-off) + 1
+			return nil, fmt.Errorf("insert rows %d to %d: %w", first, first+int64(n)-1, err)
+		}
+		off += n
 	}
 	return out, nil
 }
 
 // auditHead returns the sequence number and hash of the last row, of the
-// checkpoint when every row was pruned, or of the genesis.
-func auditHead(ctx context.Context, q queryer) (int64, string, error) {
+// checkpoint when every row was pruned, or of the genesis. head is
+// selectHead, prepared.
+func auditHead(ctx context.Context, q queryer, head *sql.Stmt) (int64, string, error) {
 	var seq int64
 	var hash string
-	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	err := head.QueryRowContext(ctx).Scan(&seq, &hash)
 	if err == nil {
 		return seq, hash, nil
 	}
