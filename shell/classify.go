@@ -118,8 +118,11 @@ type Options struct {
 type Classifier struct {
 	rules     []rule
 	protected []protectedPath
-	home      string
-	parsers   sync.Pool
+	// protectedNames are the protected paths' last components, each once:
+	// a path that holds none of them cannot touch a protected path.
+	protectedNames []string
+	home           string
+	parsers        sync.Pool
 }
 
 // New builds a classifier. It checks every rule: the pattern must be well
@@ -137,6 +140,11 @@ func New(opts Options) (*Classifier, error) {
 			continue
 		}
 		c.protected = append(c.protected, newProtectedPath(p, c.home))
+	}
+	for _, pp := range c.protected {
+		if name := pp.comps[len(pp.comps)-1]; !slices.Contains(c.protectedNames, name) {
+			c.protectedNames = append(c.protectedNames, name)
+		}
 	}
 	rules, err := compileRules(opts.Rules)
 	if err != nil {

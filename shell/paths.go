@@ -23,8 +23,8 @@ func newProtectedPath(p, home string) protectedPath {
 // mayBeProtected reports whether s holds the last component of some
 // protected path, as every path naming one (or one beneath it) does.
 func (c *Classifier) mayBeProtected(s string) bool {
-	for _, pp := range c.protected {
-		if strings.Contains(s, pp.comps[len(pp.comps)-1]) {
+	for _, name := range c.protectedNames {
+		if strings.Contains(s, name) {
 			return true
 		}
 	}
@@ -164,7 +164,7 @@ func (w *walker) protectedPath(s string, glob bool) bool {
 
 // isSecret reports whether a field names a file that holds secrets.
 func (w *walker) isSecret(f field) bool {
-	if !f.glob && w.cwd == "" && !containsAnyOf(f.s, secretMarkers...) {
+	if !f.glob && w.cwd == "" && (!strings.ContainsAny(f.s, "./") && !strings.Contains(f.s, "id_") || !containsAnyOf(f.s, secretMarkers...)) {
 		return false
 	}
 	for _, cand := range pathCandidates(f.s) {

@@ -89,7 +89,9 @@ func (w *walker) script(src string) {
 	}
 	saved := w.src
 	w.src = src
-	w.collectVars(f)
+	if strings.ContainsRune(src, '=') || strings.Contains(src, "for") || strings.Contains(src, "select") {
+		w.collectVars(f) // only assignments and loops give variables values
+	}
 	w.stmts(f.Stmts)
 	w.src = saved
 }
