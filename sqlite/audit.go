@@ -223,6 +223,7 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
+	w.s.wrote()
 	return out, nil
 }
 

@@ -54,13 +54,15 @@ type Store struct {
 	clock portcullis.Clock
 	log   *slog.Logger
 
-	wdb *sql.DB // one connection: the writes of this process, in BEGIN IMMEDIATE transactions
-	rdb *sql.DB // a pool of read-only connections
+	wdb  *sql.DB // one connection: the writes of this process, in BEGIN IMMEDIATE transactions
+	rdb  *sql.DB // a pool of read-only connections
+	ckdb *sql.DB // one connection for WAL checkpoints, off the writers' path
 
 	grantsStmt *sql.Stmt // the candidates for UseGrant, on rdb
 
 	audit   *auditWriter
-	changed broadcast // signalled after every local write to the changes table
+	changed broadcast     // signalled after every local write to the changes table
+	written chan struct{} // holds a token after a local commit: the WAL has frames to checkpoint
 
 	done    chan struct{} // closed by Close: watches and maintenance end
 	wg      sync.WaitGroup
@@ -92,7 +94,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, done: make(chan struct{})}
+	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, done: make(chan struct{}), written: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = portcullis.SystemClock{}
 	}
@@ -110,8 +112,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.closeDBs()
 		return nil, s.openErr(err)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.maintain()
+	go s.checkpoint()
 	return s, nil
 }
 
@@ -142,18 +145,35 @@ func (s *Store) createFile() error {
 	return nil
 }
 
+// The kinds of connection.
+const (
+	connRead = iota
+	connWrite
+	connCheckpoint
+)
+
+// autoCheckpoint is the WAL size, in pages, at which a committing writer
+// checkpoints itself. The background checkpointer normally keeps the WAL
+// well below it, so commits do not pay for checkpoints; it is the safety
+// net when the checkpointer cannot keep up.
+const autoCheckpoint = 10000
+
 // dsn returns the driver's name for the file: a file: URI (so no character
 // of the path is taken for a parameter) with the connection's pragmas.
-func (s *Store) dsn(write bool) string {
+func (s *Store) dsn(kind int) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.Itoa(int(busyTimeout/time.Millisecond))+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "temp_store(MEMORY)")
-	if write {
+	switch kind {
+	case connWrite:
 		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(autoCheckpoint)+")")
 		q.Set("_txlock", "immediate")
-	} else {
+	case connCheckpoint:
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(autoCheckpoint)+")")
+	default:
 		q.Add("_pragma", "query_only(1)")
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(s.path), RawQuery: q.Encode()}
@@ -162,7 +182,7 @@ func (s *Store) dsn(write bool) string {
 
 func (s *Store) open(ctx context.Context) error {
 	var err error
-	if s.wdb, err = sql.Open("sqlite", s.dsn(true)); err != nil {
+	if s.wdb, err = sql.Open("sqlite", s.dsn(connWrite)); err != nil {
 		return s.openErr(err)
 	}
 	s.wdb.SetMaxOpenConns(1)
@@ -186,7 +206,7 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 
-	if s.rdb, err = sql.Open("sqlite", s.dsn(false)); err != nil {
+	if s.rdb, err = sql.Open("sqlite", s.dsn(connRead)); err != nil {
 		return s.openErr(err)
 	}
 	n := max(4, runtime.GOMAXPROCS(0))
@@ -197,6 +217,13 @@ func (s *Store) open(ctx context.Context) error {
 	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, coveringGrant); err != nil {
 		return s.openErr(err)
 	}
+	if s.ckdb, err = sql.Open("sqlite", s.dsn(connCheckpoint)); err != nil {
+		return s.openErr(err)
+	}
+	s.ckdb.SetMaxOpenConns(1)
+	s.ckdb.SetMaxIdleConns(1)
+	s.ckdb.SetConnMaxLifetime(0)
+	s.ckdb.SetConnMaxIdleTime(0)
 	return nil
 }
 
@@ -387,6 +414,9 @@ func (s *Store) closeDBs() error {
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 	}
+	if s.ckdb != nil {
+		errs = append(errs, s.ckdb.Close())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sqlite: close %s: %w", s.path, err)
 	}
@@ -447,6 +477,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(*tx) error) error 
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: %s: commit: %w", op, err)
 	}
+	s.wrote()
 	if t.changed {
 		s.changed.notify()
 	}

@@ -172,3 +172,40 @@ func (s *Store) trim() error {
 		return err
 	})
 }
+
+// checkpointInterval is the least time between two background checkpoints.
+const checkpointInterval = 100 * time.Millisecond
+
+// wrote tells the checkpointer that a commit added frames to the WAL.
+func (s *Store) wrote() {
+	select {
+	case s.written <- struct{}{}:
+	default:
+	}
+}
+
+// checkpoint copies committed frames from the WAL into the database file
+// (PRAGMA wal_checkpoint(PASSIVE)) after local commits, at most every
+// 100 ms, on a connection of its own, so that no commit waits for a
+// checkpoint. A passive checkpoint never blocks writers or readers; frames
+// a reader still needs are left for the next one.
+func (s *Store) checkpoint() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.written:
+		}
+		var busy, logFrames, done int
+		err := s.ckdb.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
+		if err != nil && !s.isClosed() {
+			s.log.Warn("checkpoint the WAL", "path", s.path, "err", err)
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(checkpointInterval):
+		}
+	}
+}
