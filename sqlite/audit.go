@@ -456,17 +456,17 @@ func (s *Store) ScanAudit(ctx context.Context, afterSeq int64, fn func(portculli
 func (s *Store) PruneAudit(ctx context.Context, cp portcullis.AuditCheckpoint) error {
 	return s.write(ctx, "prune audit", func(t *tx) error {
 		var hash string
-		err := t.QueryRowContext(t.ctx, `SELECT hash FROM audit WHERE seq = ?`, cp.Seq).Scan(&hash)
+		err := t.QueryRowContext(ctx, `SELECT hash FROM audit WHERE seq = ?`, cp.Seq).Scan(&hash)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && hash != cp.Hash) {
 			return portcullis.Errorf(portcullis.CodeInvalidRequest, "checkpoint does not name row %d and its hash", cp.Seq)
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := t.ExecContext(t.ctx, `DELETE FROM audit WHERE seq <= ?`, cp.Seq); err != nil {
+		if _, err := t.ExecContext(ctx, `DELETE FROM audit WHERE seq <= ?`, cp.Seq); err != nil {
 			return err
 		}
-		_, err = t.ExecContext(t.ctx, `INSERT INTO audit_checkpoint (id, seq, hash, time, signature) VALUES (1, ?, ?, ?, ?)
+		_, err = t.ExecContext(ctx, `INSERT INTO audit_checkpoint (id, seq, hash, time, signature) VALUES (1, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time, signature = excluded.signature`,
 			cp.Seq, cp.Hash, nanos(cp.Time), cp.Signature)
 		return err

@@ -69,8 +69,8 @@ func (s *Store) prepareGrant(g portcullis.Grant) (portcullis.Grant, error) {
 	return g, nil
 }
 
-func insertGrant(t *tx, g portcullis.Grant) error {
-	res, err := t.ExecContext(t.ctx, `INSERT INTO grants (id, kind, tool, element_type, session, args_digest, granted_by, created_at, expires_at)
+func insertGrant(ctx context.Context, t *tx, g portcullis.Grant) error {
+	res, err := t.ExecContext(ctx, `INSERT INTO grants (id, kind, tool, element_type, session, args_digest, granted_by, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		g.ID, string(g.Kind), g.Tool, g.ElementType, g.Session, g.ArgsDigest, g.GrantedBy, nanos(g.CreatedAt), nanos(g.ExpiresAt))
 	if err != nil {
@@ -81,7 +81,7 @@ func insertGrant(t *tx, g portcullis.Grant) error {
 	} else if n == 0 {
 		return portcullis.Errorf(portcullis.CodeConflict, "grant %q exists", g.ID)
 	}
-	return t.change(portcullis.ChangeGrant, g.ID)
+	return t.change(ctx, portcullis.ChangeGrant, g.ID)
 }
 
 // AddGrant records g, assigning an ID when it has none. INVALID_REQUEST for
@@ -91,7 +91,7 @@ func (s *Store) AddGrant(ctx context.Context, g portcullis.Grant) (portcullis.Gr
 	if err != nil {
 		return portcullis.Grant{}, fmt.Errorf("sqlite: add grant: %w", err)
 	}
-	err = s.write(ctx, "add grant", func(t *tx) error { return insertGrant(t, g) })
+	err = s.write(ctx, "add grant", func(t *tx) error { return insertGrant(ctx, t, g) })
 	if err != nil {
 		return portcullis.Grant{}, err
 	}
@@ -130,13 +130,13 @@ func (s *Store) UseGrant(ctx context.Context, q portcullis.GrantQuery) (portcull
 	// Consume a single-use grant: choose again under the write lock, since
 	// another caller may have taken the one seen.
 	err = s.write(ctx, "use grant", func(t *tx) error {
-		if g, ok, err = oneGrant(t.QueryRowContext(t.ctx, coveringGrant, coveringArgs(&q, true)...), &q); err != nil || !ok {
+		if g, ok, err = oneGrant(t.QueryRowContext(ctx, coveringGrant, coveringArgs(&q, true)...), &q); err != nil || !ok {
 			return err
 		}
-		if _, err := t.ExecContext(t.ctx, `DELETE FROM grants WHERE id = ?`, g.ID); err != nil {
+		if _, err := t.ExecContext(ctx, `DELETE FROM grants WHERE id = ?`, g.ID); err != nil {
 			return err
 		}
-		return t.change(portcullis.ChangeGrant, g.ID)
+		return t.change(ctx, portcullis.ChangeGrant, g.ID)
 	})
 	if err != nil {
 		return portcullis.Grant{}, false, err
@@ -163,7 +163,7 @@ func oneGrant(row *sql.Row, q *portcullis.GrantQuery) (portcullis.Grant, bool, e
 // RevokeGrant deletes a grant; NOT_FOUND when there is none.
 func (s *Store) RevokeGrant(ctx context.Context, id string) error {
 	return s.write(ctx, "revoke grant", func(t *tx) error {
-		res, err := t.ExecContext(t.ctx, `DELETE FROM grants WHERE id = ?`, id)
+		res, err := t.ExecContext(ctx, `DELETE FROM grants WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}
@@ -172,7 +172,7 @@ func (s *Store) RevokeGrant(ctx context.Context, id string) error {
 		} else if n == 0 {
 			return portcullis.Errorf(portcullis.CodeNotFound, "no grant %q", id)
 		}
-		return t.change(portcullis.ChangeGrant, id)
+		return t.change(ctx, portcullis.ChangeGrant, id)
 	})
 }
 
@@ -260,7 +260,7 @@ func (s *Store) CreateApproval(ctx context.Context, a portcullis.Approval) error
 		level = a.Level.String()
 	}
 	return s.write(ctx, "create approval", func(t *tx) error {
-		res, err := t.ExecContext(t.ctx, `INSERT INTO approvals (id, decision_id, status, session, agent, tool, args_digest, level, reason, call, created_at, expires_at, decided_by, decided_at, deny_reason)
+		res, err := t.ExecContext(ctx, `INSERT INTO approvals (id, decision_id, status, session, agent, tool, args_digest, level, reason, call, created_at, expires_at, decided_by, decided_at, deny_reason)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			a.ID, a.DecisionID, string(a.Status), a.Call.Session, a.Call.Agent, a.Tool, a.ArgsDigest, level, a.Reason, call,
 			nanos(a.CreatedAt), nanos(a.ExpiresAt), a.DecidedBy, nanos(a.DecidedAt), a.DenyReason)
@@ -272,7 +272,7 @@ func (s *Store) CreateApproval(ctx context.Context, a portcullis.Approval) error
 		} else if n == 0 {
 			return portcullis.Errorf(portcullis.CodeConflict, "approval request %q exists", a.ID)
 		}
-		return t.change(portcullis.ChangeApproval, a.ID)
+		return t.change(ctx, portcullis.ChangeApproval, a.ID)
 	})
 }
 
@@ -368,7 +368,7 @@ func (s *Store) DecideApproval(ctx context.Context, id string, d portcullis.Appr
 	var a portcullis.Approval
 	err := s.write(ctx, "decide approval", func(t *tx) error {
 		var err error
-		a, err = scanApproval(t.QueryRowContext(t.ctx, selectApprovals+` WHERE id = ?`, id))
+		a, err = scanApproval(t.QueryRowContext(ctx, selectApprovals+` WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return portcullis.Errorf(portcullis.CodeNotFound, "no approval request %q", id)
 		}
@@ -386,16 +386,16 @@ func (s *Store) DecideApproval(ctx context.Context, id string, d portcullis.Appr
 		if d.Status == portcullis.ApprovalDenied {
 			a.DenyReason = d.Reason
 		}
-		if _, err := t.ExecContext(t.ctx, `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, deny_reason = ? WHERE id = ?`,
+		if _, err := t.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, deny_reason = ? WHERE id = ?`,
 			string(a.Status), a.DecidedBy, nanos(a.DecidedAt), a.DenyReason, id); err != nil {
 			return err
 		}
 		if d.Grant != nil {
-			if err := insertGrant(t, grant); err != nil {
+			if err := insertGrant(ctx, t, grant); err != nil {
 				return err
 			}
 		}
-		return t.change(portcullis.ChangeApproval, id)
+		return t.change(ctx, portcullis.ChangeApproval, id)
 	})
 	if err != nil {
 		if portcullis.ErrorCode(err) == portcullis.CodeConflict {

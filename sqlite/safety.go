@@ -18,13 +18,13 @@ func (s *Store) PutBlock(ctx context.Context, b portcullis.Block) error {
 		return portcullis.Errorf(portcullis.CodeInvalidRequest, "sqlite: put block: missing agent")
 	}
 	return s.write(ctx, "put block", func(t *tx) error {
-		if _, err := t.ExecContext(t.ctx, `INSERT INTO blocks (agent, reason, challenge_id, decision_id, created_at) VALUES (?, ?, ?, ?, ?)
+		if _, err := t.ExecContext(ctx, `INSERT INTO blocks (agent, reason, challenge_id, decision_id, created_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (agent) DO UPDATE SET reason = excluded.reason, challenge_id = excluded.challenge_id,
 				decision_id = excluded.decision_id, created_at = excluded.created_at`,
 			b.Agent, b.Reason, b.ChallengeID, b.DecisionID, nanos(b.CreatedAt)); err != nil {
 			return err
 		}
-		return t.change(portcullis.ChangeBlock, b.Agent)
+		return t.change(ctx, portcullis.ChangeBlock, b.Agent)
 	})
 }
 
@@ -58,7 +58,7 @@ func (s *Store) Block(ctx context.Context, agent string) (portcullis.Block, bool
 // DeleteBlock clears the agent's block; NOT_FOUND when there is none.
 func (s *Store) DeleteBlock(ctx context.Context, agent string) error {
 	return s.write(ctx, "delete block", func(t *tx) error {
-		res, err := t.ExecContext(t.ctx, `DELETE FROM blocks WHERE agent = ?`, agent)
+		res, err := t.ExecContext(ctx, `DELETE FROM blocks WHERE agent = ?`, agent)
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func (s *Store) DeleteBlock(ctx context.Context, agent string) error {
 		} else if n == 0 {
 			return portcullis.Errorf(portcullis.CodeNotFound, "agent %q is not blocked", agent)
 		}
-		return t.change(portcullis.ChangeBlock, agent)
+		return t.change(ctx, portcullis.ChangeBlock, agent)
 	})
 }
 
@@ -102,7 +102,7 @@ func (s *Store) CreateChallenge(ctx context.Context, c portcullis.Challenge) err
 		return portcullis.Errorf(portcullis.CodeInvalidRequest, "sqlite: create challenge: missing id")
 	}
 	return s.write(ctx, "create challenge", func(t *tx) error {
-		res, err := t.ExecContext(t.ctx, `INSERT INTO challenges (id, agent, salt, code_hash, reason, created_at, expires_at)
+		res, err := t.ExecContext(ctx, `INSERT INTO challenges (id, agent, salt, code_hash, reason, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.Agent, c.Salt, c.CodeHash, c.Reason, nanos(c.CreatedAt), nanos(c.ExpiresAt))
 		if err != nil {
@@ -140,7 +140,7 @@ func (s *Store) Challenge(ctx context.Context, id string) (portcullis.Challenge,
 // not an error.
 func (s *Store) DeleteChallenge(ctx context.Context, id string) error {
 	return s.write(ctx, "delete challenge", func(t *tx) error {
-		_, err := t.ExecContext(t.ctx, `DELETE FROM challenges WHERE id = ?`, id)
+		_, err := t.ExecContext(ctx, `DELETE FROM challenges WHERE id = ?`, id)
 		return err
 	})
 }
@@ -151,13 +151,13 @@ func (s *Store) DeleteChallenge(ctx context.Context, id string) error {
 func (s *Store) AddFailedAttempt(ctx context.Context, agent string, at, since time.Time) (int, error) {
 	var n int
 	err := s.write(ctx, "add failed attempt", func(t *tx) error {
-		if _, err := t.ExecContext(t.ctx, `DELETE FROM failed_attempts WHERE agent = ? AND at < ?`, agent, nanos(since)); err != nil {
+		if _, err := t.ExecContext(ctx, `DELETE FROM failed_attempts WHERE agent = ? AND at < ?`, agent, nanos(since)); err != nil {
 			return err
 		}
-		if _, err := t.ExecContext(t.ctx, `INSERT INTO failed_attempts (agent, at) VALUES (?, ?)`, agent, nanos(at)); err != nil {
+		if _, err := t.ExecContext(ctx, `INSERT INTO failed_attempts (agent, at) VALUES (?, ?)`, agent, nanos(at)); err != nil {
 			return err
 		}
-		return t.QueryRowContext(t.ctx, `SELECT count(*) FROM failed_attempts WHERE agent = ?`, agent).Scan(&n)
+		return t.QueryRowContext(ctx, `SELECT count(*) FROM failed_attempts WHERE agent = ?`, agent).Scan(&n)
 	})
 	return n, err
 }
@@ -195,14 +195,14 @@ func (s *Store) RecordStep(ctx context.Context, runID, agent string, at time.Tim
 	var before portcullis.RunState
 	err := s.write(ctx, "record step", func(t *tx) error {
 		var err error
-		before, err = scanRun(t.QueryRowContext(t.ctx, selectRun, runID))
+		before, err = scanRun(t.QueryRowContext(ctx, selectRun, runID))
 		if errors.Is(err, sql.ErrNoRows) {
 			before, err = portcullis.RunState{RunID: runID, Agent: agent}, nil
 		}
 		if err != nil {
 			return err
 		}
-		_, err = t.ExecContext(t.ctx, `INSERT INTO runs (run_id, agent, steps, last_outcome, updated_at) VALUES (?, ?, ?, ?, ?)
+		_, err = t.ExecContext(ctx, `INSERT INTO runs (run_id, agent, steps, last_outcome, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET steps = excluded.steps, updated_at = excluded.updated_at`,
 			runID, before.Agent, before.Steps+1, string(before.LastOutcome), nanos(at))
 		return err
@@ -217,7 +217,7 @@ func (s *Store) RecordStep(ctx context.Context, runID, agent string, at time.Tim
 // a run never seen.
 func (s *Store) RecordOutcome(ctx context.Context, runID string, outcome portcullis.StepOutcome, at time.Time) error {
 	return s.write(ctx, "record outcome", func(t *tx) error {
-		res, err := t.ExecContext(t.ctx, `UPDATE runs SET last_outcome = ?, updated_at = ? WHERE run_id = ?`, string(outcome), nanos(at), runID)
+		res, err := t.ExecContext(ctx, `UPDATE runs SET last_outcome = ?, updated_at = ? WHERE run_id = ?`, string(outcome), nanos(at), runID)
 		if err != nil {
 			return err
 		}
@@ -250,7 +250,7 @@ func (s *Store) RunState(ctx context.Context, runID string) (portcullis.RunState
 func (s *Store) RecordDenial(ctx context.Context, runID, signature string, at time.Time) (int, error) {
 	var n int
 	err := s.write(ctx, "record denial", func(t *tx) error {
-		return t.QueryRowContext(t.ctx, `INSERT INTO denials (run_id, signature, count, updated_at) VALUES (?, ?, 1, ?)
+		return t.QueryRowContext(ctx, `INSERT INTO denials (run_id, signature, count, updated_at) VALUES (?, ?, 1, ?)
 			ON CONFLICT (run_id, signature) DO UPDATE SET count = count + 1, updated_at = excluded.updated_at
 			RETURNING count`, runID, signature, nanos(at)).Scan(&n)
 	})
@@ -260,7 +260,7 @@ func (s *Store) RecordDenial(ctx context.Context, runID, signature string, at ti
 // ClearDenials forgets the run's denials.
 func (s *Store) ClearDenials(ctx context.Context, runID string) error {
 	return s.write(ctx, "clear denials", func(t *tx) error {
-		_, err := t.ExecContext(t.ctx, `DELETE FROM denials WHERE run_id = ?`, runID)
+		_, err := t.ExecContext(ctx, `DELETE FROM denials WHERE run_id = ?`, runID)
 		return err
 	})
 }
@@ -314,7 +314,7 @@ func (s *Store) PutToolPin(ctx context.Context, p portcullis.ToolPin) error {
 		pending = p.PendingDefinition
 	}
 	return s.write(ctx, "put tool pin", func(t *tx) error {
-		if _, err := t.ExecContext(t.ctx, `INSERT INTO tool_pins (upstream, tool, hash, definition, pending_hash, pending_definition, first_seen, updated_at, accepted_by)
+		if _, err := t.ExecContext(ctx, `INSERT INTO tool_pins (upstream, tool, hash, definition, pending_hash, pending_definition, first_seen, updated_at, accepted_by)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (upstream, tool) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
 				pending_hash = excluded.pending_hash, pending_definition = excluded.pending_definition,
@@ -322,7 +322,7 @@ func (s *Store) PutToolPin(ctx context.Context, p portcullis.ToolPin) error {
 			p.Upstream, p.Tool, p.Hash, def, p.PendingHash, pending, nanos(p.FirstSeen), nanos(p.UpdatedAt), p.AcceptedBy); err != nil {
 			return err
 		}
-		return t.change(portcullis.ChangePin, p.Upstream+"/"+p.Tool)
+		return t.change(ctx, portcullis.ChangePin, p.Upstream+"/"+p.Tool)
 	})
 }
 

@@ -105,11 +105,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.open(ctx); err != nil {
-		s.closeDBs()
+		s.abandon()
 		return nil, err
 	}
 	if s.audit, err = newAuditWriter(ctx, s); err != nil {
-		s.closeDBs()
+		s.abandon()
 		return nil, s.openErr(err)
 	}
 	s.wg.Add(2)
@@ -403,6 +403,14 @@ func (s *Store) Close() error {
 	return s.closeDBs()
 }
 
+// abandon closes what a failed Open opened; the error that failed it is
+// the one reported.
+func (s *Store) abandon() {
+	if err := s.closeDBs(); err != nil {
+		s.log.Warn("close after a failed open", "path", s.path, "err", err)
+	}
+}
+
 func (s *Store) closeDBs() error {
 	var errs []error
 	if s.grantsStmt != nil {
@@ -439,23 +447,22 @@ var errClosed = errors.New("the store is closed")
 // tx is a write transaction. change records a Change for watchers in it.
 type tx struct {
 	*sql.Tx
-	ctx     context.Context
 	now     int64
 	changed bool
 }
 
-func (t *tx) change(kind portcullis.ChangeKind, ref string) error {
-	if _, err := t.ExecContext(t.ctx, `INSERT INTO changes (kind, ref, time) VALUES (?, ?, ?)`, string(kind), ref, t.now); err != nil {
+func (t *tx) change(ctx context.Context, kind portcullis.ChangeKind, ref string) error {
+	if _, err := t.ExecContext(ctx, `INSERT INTO changes (kind, ref, time) VALUES (?, ?, ?)`, string(kind), ref, t.now); err != nil {
 		return fmt.Errorf("record change: %w", err)
 	}
 	t.changed = true
 	return nil
 }
 
-// write runs fn in a BEGIN IMMEDIATE transaction and commits it; what must
-// read and then write (consuming a grant, deciding an approval, counting a
-// step) is atomic across goroutines and processes. Errors are wrapped with
-// op.
+// write runs fn in a BEGIN IMMEDIATE transaction (fn uses the ctx given to
+// write) and commits it: what must read and then write (consuming a grant,
+// deciding an approval, counting a step) is atomic across goroutines and
+// processes. Errors are wrapped with op.
 func (s *Store) write(ctx context.Context, op string, fn func(*tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
@@ -467,7 +474,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(*tx) error) error 
 	if err != nil {
 		return fmt.Errorf("sqlite: %s: begin: %w", op, err)
 	}
-	t := &tx{Tx: sqlTx, ctx: ctx, now: nanos(s.clock.Now())}
+	t := &tx{Tx: sqlTx, now: nanos(s.clock.Now())}
 	if err := fn(t); err != nil {
 		if rerr := sqlTx.Rollback(); rerr != nil {
 			s.log.Warn("rollback failed", "op", op, "err", rerr)

@@ -165,10 +165,10 @@ func (s *Store) trim() error {
 	return s.write(ctx, "trim", func(t *tx) error {
 		// The newest row stays, so a new watch starts from its id and does
 		// not take the ids trimmed before it for a gap.
-		if _, err := t.ExecContext(t.ctx, `DELETE FROM changes WHERE time < ? AND id < (SELECT max(id) FROM changes)`, before); err != nil {
+		if _, err := t.ExecContext(ctx, `DELETE FROM changes WHERE time < ? AND id < (SELECT max(id) FROM changes)`, before); err != nil {
 			return err
 		}
-		_, err := t.ExecContext(t.ctx, `DELETE FROM grants WHERE expires_at <> 0 AND expires_at < ?`, before)
+		_, err := t.ExecContext(ctx, `DELETE FROM grants WHERE expires_at <> 0 AND expires_at < ?`, before)
 		return err
 	})
 }
