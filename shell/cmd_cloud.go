@@ -35,6 +35,9 @@ func kubectlCmd(c *cmd) {
 	rest := c.argv[i+1:]
 	c.canon = append([]string{c.name, sub}, strs(rest)...)
 	ops := operands(rest)
+	if dryRun(rest) && sub != "exec" && sub != "attach" && sub != "debug" {
+		return // --dry-run=client or server changes nothing
+	}
 	switch sub {
 	case "delete":
 		c.danger(scoreDestroy, true, c.name+" delete removes cluster resources")
@@ -63,6 +66,16 @@ func kubectlCmd(c *cmd) {
 	}
 }
 
+// dryRun reports whether --dry-run is given with a value other than none.
+func dryRun(args []field) bool {
+	for _, a := range args {
+		if a.s == "--dry-run" || strings.HasPrefix(a.s, "--dry-run=") && a.s != "--dry-run=none" {
+			return true
+		}
+	}
+	return false
+}
+
 func revealsData(args []field) bool {
 	for i, a := range args {
 		v := ""
@@ -85,6 +98,9 @@ func revealsData(args []field) bool {
 
 func helmCmd(c *cmd) {
 	sub, _ := subcommand(c.argv, 1, "n", "--namespace", "--kube-context", "--kubeconfig")
+	if dryRun(c.args()) {
+		return
+	}
 	switch sub {
 	case "uninstall", "delete", "del", "un":
 		c.danger(scoreDestroy, true, "helm "+sub+" removes a release and its resources")

@@ -269,6 +269,14 @@ func chownCmd(c *cmd) {
 func copyCmd(c *cmd) {
 	args := c.args()
 	ops := operands(args)
+	if c.name == "rsync" && flagged(args, "n", "--dry-run") {
+		return
+	}
+	if c.name == "scp" {
+		if v, ok := value(optsOf(args), "-i"); ok {
+			c.keyField(v.f)
+		}
+	}
 	if c.name == "rsync" && flagged(args, "", "--delete", "--delete-before", "--delete-during", "--delete-after", "--delete-excluded", "--del", "--remove-source-files") {
 		c.danger(scoreDestroy-5, true, "rsync --delete deletes files at the destination")
 		return
@@ -280,6 +288,8 @@ func copyCmd(c *cmd) {
 	dest := ops[len(ops)-1].s
 	if v, ok := value(optsOf(args), "-t", "--target-directory"); ok {
 		dest = v.val
+	} else if len(ops) > 1 {
+		c.keyField(ops[len(ops)-1]) // written, not read: cp .env.example .env
 	}
 	p := c.w.c.normPath(dest)
 	switch {

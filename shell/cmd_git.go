@@ -146,6 +146,9 @@ func hasPrefixArg(args []field, prefixes ...string) bool {
 }
 
 func gitPush(c *cmd, rest []field) {
+	if flagged(rest, "n", "--dry-run") {
+		return
+	}
 	force := flagged(rest, "f", "--force", "--force-with-lease", "--force-if-includes", "--mirror")
 	del := flagged(rest, "d", "--delete", "--prune")
 	for _, o := range operands(rest) {
