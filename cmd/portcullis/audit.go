@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -129,7 +128,7 @@ func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return err
 	}
-	st, err := sf.open(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -300,7 +299,7 @@ func runAuditTail(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *n < 0 || *every <= 0 {
 		return usageError("audit tail: -n must be 0 or more and -interval more than 0")
 	}
-	st, err := sf.open(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -403,7 +402,7 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(pos) > 0 {
 		return usageError("audit verify: unexpected argument %q", pos[0])
 	}
-	st, err := sf.open(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -488,7 +487,7 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		*maxRows = r.MaxRows
 	}
-	st, err := sf.open(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}

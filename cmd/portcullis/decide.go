@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
@@ -54,7 +53,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// and the requests: no grant is used up, no approval or audit row kept.
 	var opts []gate.Option
 	if sf.state != "" || sf.store != "" {
-		log := slog.New(slog.NewTextHandler(stderr, nil))
+		log := cliLogger(stderr)
 		st, err := sf.open(ctx, log)
 		if err != nil {
 			return err

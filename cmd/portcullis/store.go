@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -168,4 +169,10 @@ func readSecret(dir, name string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return v, nil
+}
+
+// cliLogger logs what a person running a command should see: warnings and
+// errors, not routine events such as a migration.
+func cliLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

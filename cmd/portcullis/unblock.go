@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"io"
-	"log/slog"
 	"os/user"
 	"text/tabwriter"
 	"time"
@@ -56,7 +55,7 @@ func runUnblock(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := cliLogger(stderr)
 	st, err := sf.open(ctx, log)
 	if err != nil {
 		return err
