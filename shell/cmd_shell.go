@@ -224,7 +224,11 @@ func sudoCmd(c *cmd) {
 		}
 		return
 	}
-	c.danger(scoreDangerous+5, false, "runs as root ("+c.name+")")
+	if u, ok := value(opts, "-u", "--user"); ok && u.val != "root" && u.val != "0" && u.val != "#0" {
+		c.danger(scoreDangerous+5, false, "runs as another user ("+c.name+" -u "+u.val+")")
+	} else {
+		c.danger(scoreDangerous+5, false, "runs as root ("+c.name+")")
+	}
 	c.run(c.argv[i:])
 }
 
