@@ -156,6 +156,7 @@ func ddCmd(c *cmd) {
 	for _, a := range c.args() {
 		if v, ok := strings.CutPrefix(a.s, "of="); ok {
 			out = v
+			c.keyField(a) // written, not read
 		}
 	}
 	switch p := c.w.c.normPath(out); {
@@ -457,6 +458,12 @@ func tarCmd(c *cmd) {
 func unzipCmd(c *cmd) {
 	if flagged(c.args(), "lvtZ", "--list") {
 		return
+	}
+	if v, ok := value(optsOf(c.args()), "-d"); ok {
+		if p := c.w.c.normPath(v.val); p == "/" || isSystemPath(p) {
+			c.danger(scoreDangerHigh, true, "unzip extracts over system files in "+v.val)
+			return
+		}
 	}
 	c.moderate(scoreWrite, "unzip extracts files")
 }

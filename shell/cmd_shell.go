@@ -18,7 +18,7 @@ var safeNames = []string{
 	"popd", "dirs", "set", "shopt", "read", "wait", "jobs", "fg", "bg", "exit", "return", "break", "continue",
 	"shift", "getopts", "unset", "umask", "tput", "clear", "locale", "zcat", "zless", "zgrep", "bzcat", "xzcat",
 	"expr", "bc", "factor", "numfmt", "fd", "fzf", "bat", "exa", "eza", "lsd", "delta", "tldr", "arch", "getconf",
-	"tty", "ss", "netstat", "iostat", "vmstat", "mpstat", "dmesg", "journalctl", "ulimit", "pytest", "cmake",
+	"tty", "ss", "netstat", "iostat", "vmstat", "mpstat", "dmesg", "ulimit", "pytest", "cmake",
 	"export", "declare", "local", "readonly", "typeset", "let", "yes", "look", "iconv", "md5", "xmllint",
 	"shellcheck", "gofmt", "nm", "objdump", "ldd", "readelf", "lsattr", "getfacl", "id", "logname", "users",
 	"hostnamectl", "timedatectl", "envsubst", "tsort", "split", "csplit", "shuf", "ruff", "mypy", "pylint",

@@ -18,6 +18,11 @@ func init() {
 	}, "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "kexec")
 	register(crontabCmd, "crontab")
 	register(func(c *cmd) {
+		if hasPrefixArg(c.args(), "--vacuum", "--rotate", "--flush", "--relinquish-var", "--setup-keys") {
+			c.add(Moderate, scoreModerate, true, "journalctl "+c.arg(1)+" deletes or moves logs")
+		}
+	}, "journalctl")
+	register(func(c *cmd) {
 		c.moderate(scoreModerateHigh, c.name+" schedules commands to run later")
 		if !flagged(c.args(), "lfdrc") {
 			c.stdinCode(sinkShell)

@@ -228,8 +228,13 @@ func (w *walker) argChecks(argv []field, sh *simpleCtx) {
 			w.add(finding{cat: Blocked, score: scoreBlocked, reason: "touches Portcullis's own files: " + f.s})
 			continue
 		}
-		if !sh.meta && !sh.noSecret[i] && w.isSecret(f) {
+		if sh.meta || sh.noSecret[i] {
+			continue
+		}
+		if w.isSecret(f) {
 			w.add(finding{cat: Dangerous, score: scoreDangerous + 5, reason: "reads a secret file: " + f.s})
+		} else if dev := w.readsDisk(f); dev != "" {
+			w.add(finding{cat: Dangerous, score: scoreDangerous + 5, reason: "reads the raw disk device " + dev + ", secrets and all"})
 		}
 	}
 }

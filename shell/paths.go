@@ -185,6 +185,19 @@ var secretMarkers = []string{".ssh", ".gnupg", ".aws", ".azure", ".password-stor
 	"shadow", "master.passwd", "sudoers", "ssh_host_", "env", "netrc", "pgpass", "credentials", "npmrc", "pypirc",
 	"vault-token", "my.cnf", ".boto", "s3cfg", "id_", ".key"}
 
+// readsDisk returns the raw disk device a field names (if=/dev/sda), or "".
+func (w *walker) readsDisk(f field) string {
+	if !strings.Contains(f.s, "/dev/") {
+		return ""
+	}
+	for _, cand := range pathCandidates(f.s) {
+		if p := w.c.normPath(cand); isDiskDevice(p) {
+			return p
+		}
+	}
+	return ""
+}
+
 var secretDirs = map[string]bool{".ssh": true, ".gnupg": true, ".aws": true, ".azure": true, ".password-store": true, ".kube": true}
 
 var secretNames = map[string]bool{

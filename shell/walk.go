@@ -432,7 +432,9 @@ func (w *walker) checkTarget(t field, write, appendOnly bool) {
 	}
 	if !write {
 		if w.isSecret(t) {
-			w.add(finding{cat: Dangerous, score: scoreDangerous, reason: "reads a secret file: " + t.s})
+			w.add(finding{cat: Dangerous, score: scoreDangerous + 5, reason: "reads a secret file: " + t.s})
+		} else if isDiskDevice(p) {
+			w.add(finding{cat: Dangerous, score: scoreDangerous + 5, reason: "reads the raw disk device " + p + ", secrets and all"})
 		}
 		return
 	}
