@@ -23,3 +23,11 @@ func MatchHint(pattern, s string) bool {
 // EvaluateWithHook is Evaluate with a function called as each check
 // begins ("sanitize", "steps", "outcome", "patterns", "tier", "threshold").
 func EvaluateWithHook(in Input, hook func(check string)) Directive { return evaluate(in, hook) }
+
+// LowerHint is the evaluator's lower-casing of an ASCII hint ("", false
+// when it declines).
+func LowerHint(s string) (string, bool) {
+	var buf [maxLowerHint]byte
+	low := lowerHint(buf[:0], s)
+	return string(low), low != nil
+}

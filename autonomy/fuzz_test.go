@@ -83,6 +83,9 @@ func FuzzMatchPattern(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, pattern, s string) {
 		got := autonomy.MatchPattern(pattern, s)
+		if low, ok := autonomy.LowerHint(s); ok != (len(s) <= 256 && isASCII(s)) || (ok && low != strings.ToLower(s)) {
+			t.Errorf("LowerHint(%q) = %q, %v; want %q, %v", s, low, ok, strings.ToLower(s), len(s) <= 256 && isASCII(s))
+		}
 		if hint := autonomy.MatchHint(pattern, s); hint != got {
 			t.Errorf("MatchHint(%q, %q) = %v; want %v (MatchPattern)", pattern, s, hint, got)
 		}
@@ -100,4 +103,13 @@ func FuzzMatchPattern(f *testing.F) {
 			t.Errorf("MatchPattern(%q, %q) = %v; want %v (the reference matcher)", pattern, s, got, want)
 		}
 	})
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

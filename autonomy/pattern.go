@@ -2,6 +2,7 @@ package autonomy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -364,13 +365,27 @@ func foldsOutsideASCII(c byte) bool {
 const maxLowerHint = 256
 
 // lowerHint returns s lower-cased into buf when s is ASCII and fits in it;
-// otherwise nil.
+// otherwise nil. It works on eight bytes at a time.
 func lowerHint(buf []byte, s string) []byte {
 	if len(s) > cap(buf) {
 		return nil
 	}
 	buf = buf[:len(s)]
-	for i := range buf {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		if x&highBits != 0 {
+			return nil
+		}
+		// Each byte gets 0x80 added when it is 'A' or more, and loses it
+		// again when it is more than 'Z'; the bytes left with 0x80 are the
+		// upper-case letters, which gain 0x20.
+		upper := (x + 0x80*lowBits - 'A'*lowBits) &^ (x + 0x80*lowBits - ('Z'+1)*lowBits) & highBits
+		binary.LittleEndian.PutUint64(buf[i:], x|upper>>2)
+	}
+	for ; i < len(s); i++ {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			return nil
@@ -379,6 +394,11 @@ func lowerHint(buf []byte, s string) []byte {
 	}
 	return buf
 }
+
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
 
 // matchHint is MatchPattern(pattern, s), faster when low is lowerHint of s.
 func matchHint(pattern, s string, low []byte) bool {
@@ -390,67 +410,70 @@ func matchHint(pattern, s string, low []byte) bool {
 	return MatchPattern(pattern, s)
 }
 
-// matchLower matches an ASCII pattern against lower-cased ASCII text. ok
-// is false when it cannot tell: the pattern is not ASCII, or a segment
-// between stars holds `?` or is longer than 64 bytes.
+// matchLower matches an ASCII pattern against lower-cased ASCII text, in
+// one pass over the pattern. ok is false when it cannot tell: the pattern
+// has a character outside ASCII, or a segment between stars holds `?` or is
+// longer than 64 bytes. An answer given before such a character is seen is
+// right whatever follows it: the parts of the pattern already read are
+// ASCII, and in ASCII text an ASCII character folds only to its other case.
 func matchLower(pattern string, low []byte) (match, ok bool) {
 	if len(pattern) > maxPatternChars {
 		return false, false // MatchPattern counts characters
 	}
-	for i := 0; i < len(pattern); i++ {
-		if pattern[i] >= utf8.RuneSelf {
+	n, i := len(low), 0
+	// The head, before the first star, is anchored at the start.
+	for ; i < len(pattern) && pattern[i] != '*'; i++ {
+		c := pattern[i]
+		if c >= utf8.RuneSelf {
 			return false, false
 		}
-	}
-	first := strings.IndexByte(pattern, '*')
-	if first < 0 {
-		return len(pattern) == len(low) && equalLower(pattern, low), true
-	}
-	last := strings.LastIndexByte(pattern, '*')
-	head, tail := pattern[:first], pattern[last+1:]
-	if len(head)+len(tail) > len(low) ||
-		!equalLower(head, low[:len(head)]) || !equalLower(tail, low[len(low)-len(tail):]) {
-		return false, true
-	}
-	rest := low[len(head) : len(low)-len(tail)]
-	var mid string
-	if first < last {
-		mid = pattern[first+1 : last]
-	}
-	var buf [64]byte
-	for mid != "" {
-		seg := mid
-		if i := strings.IndexByte(mid, '*'); i >= 0 {
-			seg, mid = mid[:i], mid[i+1:]
-		} else {
-			mid = ""
-		}
-		if seg == "" {
-			continue
-		}
-		if len(seg) > len(buf) || strings.IndexByte(seg, '?') >= 0 {
-			return false, false
-		}
-		needle := buf[:len(seg)]
-		for i := 0; i < len(seg); i++ {
-			needle[i] = lowerASCII(seg[i])
-		}
-		i := bytes.Index(rest, needle)
-		if i < 0 {
+		if i == n || (c != '?' && lowerASCII(c) != low[i]) {
 			return false, true
 		}
-		rest = rest[i+len(seg):]
 	}
-	return true, true
-}
-
-// equalLower reports whether the star-free ASCII pattern p matches the
-// lower-cased text low of the same length.
-func equalLower(p string, low []byte) bool {
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c != '?' && lowerASCII(c) != low[i] {
-			return false
+	if i == len(pattern) {
+		return i == n, true
+	}
+	pos := i // the text the head took
+	var needle [64]byte
+	k, wild := 0, false
+	for i++; i < len(pattern); i++ {
+		c := pattern[i]
+		if c >= utf8.RuneSelf {
+			return false, false
+		}
+		if c != '*' {
+			if k == len(needle) {
+				return false, false
+			}
+			needle[k] = lowerASCII(c)
+			k++
+			wild = wild || c == '?'
+			continue
+		}
+		if k == 0 {
+			continue
+		}
+		// A segment between stars: its leftmost place is always right.
+		if wild {
+			return false, false
+		}
+		j := bytes.Index(low[pos:], needle[:k])
+		if j < 0 {
+			return false, true
+		}
+		pos += j + k
+		k = 0
+	}
+	// The tail, after the last star, is anchored at the end.
+	if n-k < pos {
+		return false, true
+	}
+	tail := low[n-k:]
+	for j, c := range needle[:k] {
+		if c != '?' && c != tail[j] {
+			return false, true
 		}
 	}
-	return true
+	return true, true
 }

@@ -111,11 +111,18 @@ var dangerNames = [...]string{
 // rmMaxWords is how many words after `rm` are searched for its flags.
 const rmMaxWords = 16
 
-// dangerStart marks the bytes a danger pattern can start with.
-var dangerStart = [256]bool{
-	'r': true, 'R': true, 'd': true, 'D': true, 'e': true, 'E': true,
-	'c': true, 'C': true, 'p': true, 'P': true,
-}
+// dangerStart and dangerSecond mark the bytes a danger pattern can start
+// with, and those that can follow the first (rm, dr, de, ev, ex, ch, pr).
+var (
+	dangerStart = [256]bool{
+		'r': true, 'R': true, 'd': true, 'D': true, 'e': true, 'E': true,
+		'c': true, 'C': true, 'p': true, 'P': true,
+	}
+	dangerSecond = [256]bool{
+		'm': true, 'M': true, 'r': true, 'R': true, 'e': true, 'E': true,
+		'v': true, 'V': true, 'x': true, 'X': true, 'h': true, 'H': true,
+	}
+)
 
 // dangerPattern returns the index in dangerNames of the first danger
 // pattern (in that list's order) that s contains, or -1. It reads s once,
@@ -123,25 +130,21 @@ var dangerStart = [256]bool{
 // rmMaxWords words after each `rm`.
 func dangerPattern(s string) int {
 	found := -1
-	better := func(i int) {
-		if found < 0 || i < found {
-			found = i
-		}
-	}
 	deleteSeen := false
-	for i := 0; i+1 < len(s) && found != 0; i++ {
-		if !dangerStart[s[i]] {
+	for i := 0; i+1 < len(s); i++ {
+		if !dangerStart[s[i]] || !dangerSecond[s[i+1]] {
 			continue
 		}
+		k := -1
 		// c|0x20 lower-cases an ASCII letter, and makes no other byte one.
 		switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
 		case 'r'<<8 | 'm':
 			if rmRecursiveForce(s, i+2) {
-				better(0)
+				return 0 // the first pattern: nothing can come before it
 			}
 		case 'd'<<8 | 'r':
 			if _, ok := words(s, i, "drop", "table"); ok {
-				better(1)
+				k = 1
 			}
 		case 'd'<<8 | 'e':
 			if deleteSeen {
@@ -152,25 +155,28 @@ func dangerPattern(s string) int {
 				// later one is followed by less text.
 				deleteSeen = true
 				if whereOneEqualsOne(s, j) {
-					better(2)
+					k = 2
 				}
 			}
 		case 'e'<<8 | 'v':
 			if hasFoldAt(s, i, "eval") && hasFoldAt(s, skipSpace(s, i+4), "(") {
-				better(3)
+				k = 3
 			}
 		case 'e'<<8 | 'x':
 			if hasFoldAt(s, i, "exec") && hasFoldAt(s, skipSpace(s, i+4), "(") {
-				better(4)
+				k = 4
 			}
 		case 'c'<<8 | 'h':
 			if hasFoldAt(s, i, "child_process") {
-				better(5)
+				k = 5
 			}
 		case 'p'<<8 | 'r':
 			if hasFoldAt(s, i, "process.exit") {
-				better(6)
+				k = 6
 			}
+		}
+		if k >= 0 && (found < 0 || k < found) {
+			found = k
 		}
 	}
 	return found
