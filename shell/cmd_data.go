@@ -187,8 +187,19 @@ func sqlFinding(client, sql string) finding {
 			continue
 		}
 		word, rest, _ := strings.Cut(s, " ")
+		if strings.HasPrefix(word, ".") { // sqlite3's dot commands
+			switch word {
+			case ".SHELL", ".SYSTEM":
+				worse(finding{cat: Dangerous, score: scoreDangerous, reason: client + " runs a shell command from SQL"})
+			case ".OUTPUT", ".ONCE", ".SAVE", ".BACKUP", ".EXCEL", ".CLONE":
+				worse(finding{cat: Moderate, score: scoreWrite, reason: client + " " + strings.ToLower(word) + " writes a file"})
+			case ".READ", ".IMPORT", ".LOAD", ".RESTORE", ".OPEN":
+				worse(finding{cat: Moderate, score: scoreModerate, reason: client + " " + strings.ToLower(word) + " loads a file"})
+			}
+			continue
+		}
 		switch {
-		case strings.HasPrefix(s, `\!`) || strings.HasPrefix(s, ".SHELL") || strings.HasPrefix(s, ".SYSTEM"):
+		case strings.HasPrefix(s, `\!`):
 			worse(finding{cat: Dangerous, score: scoreDangerous, reason: client + " runs a shell command from SQL"})
 		case word == "DROP":
 			worse(finding{cat: Dangerous, score: scoreDestroy, irreversible: true, reason: "DROP " + firstWord(rest) + " via " + client})
@@ -210,8 +221,7 @@ func sqlFinding(client, sql string) finding {
 			word == "VALUES" || word == "TABLE" || word == "PRAGMA" && !strings.Contains(s, "=") ||
 			word == "WITH" && !containsAnyOf(s, " DELETE ", " UPDATE ", " INSERT ", " DROP ") ||
 			strings.HasPrefix(s, `\D`) || strings.HasPrefix(s, `\L`) || s == `\Q` || strings.HasPrefix(s, `\CONNINFO`) ||
-			strings.HasPrefix(s, ".TABLES") || strings.HasPrefix(s, ".SCHEMA") || strings.HasPrefix(s, ".INDEXES") ||
-			strings.HasPrefix(s, ".DATABASES") || strings.HasPrefix(s, ".HEADERS") || strings.HasPrefix(s, ".MODE") || s == "BEGIN" || s == "COMMIT":
+			s == "BEGIN" || s == "COMMIT":
 			if strings.Contains(s, " INTO OUTFILE") || strings.Contains(s, " INTO DUMPFILE") {
 				worse(finding{cat: Moderate, score: scoreWrite, reason: "SELECT … INTO OUTFILE via " + client + " writes a file"})
 			}

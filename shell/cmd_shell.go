@@ -7,21 +7,21 @@ import (
 
 // Read-only everyday commands.
 var safeNames = []string{
-	"ls", "dir", "vdir", "cat", "tac", "nl", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag",
-	"ack", "wc", "pwd", "true", "false", ":", "date", "cal", "whoami", "id", "groups", "uname", "uptime", "which",
-	"whereis", "type", "file", "stat", "du", "df", "free", "ps", "pgrep", "pidof", "pstree", "top", "htop", "sort",
-	"uniq", "cut", "tr", "column", "paste", "join", "fold", "fmt", "expand", "unexpand", "comm", "cmp", "diff",
+	"ls", "dir", "vdir", "cat", "tac", "nl", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag",
+	"ack", "wc", "pwd", "true", "false", ":", "cal", "whoami", "id", "groups", "uname", "uptime", "which",
+	"whereis", "type", "file", "stat", "du", "df", "free", "ps", "pgrep", "pidof", "pstree", "top", "htop",
+	"cut", "tr", "column", "paste", "join", "fold", "fmt", "expand", "unexpand", "comm", "cmp", "diff",
 	"diff3", "sdiff", "basename", "dirname", "realpath", "readlink", "tree", "locate", "jq", "yq", "od", "hexdump",
 	"strings", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "shasum",
 	"sum", "test", "[", "sleep", "seq", "nproc", "lscpu", "lsblk", "lsusb", "lspci", "lsof", "w", "who", "last",
-	"dig", "nslookup", "host", "ping", "ping6", "traceroute", "tracepath", "whois", "man", "info", "help", "history",
+	"dig", "nslookup", "host", "ping", "ping6", "traceroute", "tracepath", "whois", "info", "help", "history",
 	"popd", "dirs", "set", "shopt", "read", "wait", "jobs", "fg", "bg", "exit", "return", "break", "continue",
 	"shift", "getopts", "unset", "umask", "tput", "clear", "locale", "zcat", "zless", "zgrep", "bzcat", "xzcat",
 	"expr", "bc", "factor", "numfmt", "fd", "fzf", "bat", "exa", "eza", "lsd", "delta", "tldr", "arch", "getconf",
 	"tty", "ss", "netstat", "iostat", "vmstat", "mpstat", "dmesg", "ulimit", "pytest", "cmake",
 	"export", "declare", "local", "readonly", "typeset", "let", "yes", "look", "iconv", "md5", "xmllint",
 	"shellcheck", "gofmt", "nm", "objdump", "ldd", "readelf", "lsattr", "getfacl", "id", "logname", "users",
-	"hostnamectl", "timedatectl", "envsubst", "tsort", "split", "csplit", "shuf", "ruff", "mypy", "pylint",
+	"hostnamectl", "envsubst", "tsort", "split", "csplit", "shuf", "ruff", "mypy", "pylint",
 	"flake8", "black", "isort", "eslint", "tsc", "golint", "staticcheck", "golangci-lint", "govulncheck",
 }
 
@@ -64,6 +64,8 @@ func init() {
 		}
 	}, "hash", "enable", "unalias")
 	register(portcullisCmd, "portcullis")
+	register(pagerCmd, "less", "more", "most", "man")
+	register(outputFileCmd, "sort", "uniq")
 	register(printenvCmd, "printenv")
 }
 
@@ -185,6 +187,8 @@ func (c *cmd) stdinCode(kind int) {
 		}
 	case c.w.stage != nil:
 		c.flags.shell, c.flags.sink, c.flags.sinkKind = true, what, kind
+	case c.w.procOut > 0:
+		c.moderate(scoreModerateHigh, what+" runs code written to a process substitution")
 	case kind == sinkSQL:
 		c.moderate(scoreModerate, "opens an interactive "+what+" session")
 	default:
@@ -578,4 +582,51 @@ func printenvCmd(c *cmd) {
 func secretName(name string) bool {
 	u := strings.ToUpper(name)
 	return containsAnyOf(u, "SECRET", "TOKEN", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL", "ACCESS_KEY")
+}
+
+// pagerCmd: a pager only shows, but less's +!cmd and man -P run commands.
+func pagerCmd(c *cmd) {
+	args := c.args()
+	for i, a := range args {
+		run := ""
+		switch {
+		case c.name == "man" && (a.s == "-P" || a.s == "--pager" || a.s == "-H") && i+1 < len(args):
+			run = args[i+1].s
+		case c.name == "man" && (strings.HasPrefix(a.s, "--pager=") || strings.HasPrefix(a.s, "--html=")):
+			_, run, _ = strings.Cut(a.s, "=")
+		case strings.HasPrefix(a.s, "+"):
+			cmdText, ok := strings.CutPrefix(strings.TrimLeft(a.s[1:], ":"), "!")
+			if !ok {
+				continue
+			}
+			run = cmdText
+		default:
+			continue
+		}
+		c.moderate(scoreModerate, c.name+" runs a command")
+		c.skipField(a)
+		c.w.nested(run)
+	}
+}
+
+// outputFileCmd: sort -o FILE and uniq's second operand write a file.
+func outputFileCmd(c *cmd) {
+	args := c.args()
+	if c.name == "uniq" {
+		if ops := operands(args); len(ops) == 2 {
+			c.w.checkTarget(ops[1], true, false)
+			c.skipField(ops[1])
+		}
+		return
+	}
+	for i, a := range args {
+		switch {
+		case (a.s == "-o" || a.s == "--output") && i+1 < len(args):
+			c.w.checkTarget(args[i+1], true, false)
+			c.skipField(args[i+1])
+		case strings.HasPrefix(a.s, "--output="):
+			c.w.checkTarget(field{s: strings.TrimPrefix(a.s, "--output="), static: a.static, id: -1}, true, false)
+			c.skipField(a)
+		}
+	}
 }

@@ -47,11 +47,7 @@ func init() {
 	register(func(c *cmd) { c.danger(scoreDangerous+5, false, c.name+" changes kernel modules") }, "modprobe", "insmod", "rmmod")
 	register(firewallCmd, "iptables", "ip6tables", "nft", "ufw", "firewall-cmd", "pfctl", "iptables-restore")
 	register(ipCmd, "ip")
-	register(func(c *cmd) {
-		if len(c.argv) > 2 {
-			c.moderate(scoreModerate, c.name+" changes network settings")
-		}
-	}, "ifconfig", "route", "arp", "hostname", "nmcli", "networksetup")
+	register(netConfigCmd, "ifconfig", "route", "arp", "hostname", "nmcli", "networksetup", "date", "timedatectl", "hwclock")
 	register(func(c *cmd) { c.moderate(scoreModerate, c.name+" changes process priority") }, "renice")
 	register(pkgCmd, "apt", "apt-get", "aptitude", "apt-cache", "yum", "dnf", "zypper", "apk", "brew", "port", "snap",
 		"flatpak", "nix-env", "pkg", "choco", "winget", "scoop", "pip", "pipx", "uv", "poetry", "pdm", "conda",
@@ -413,4 +409,31 @@ func makeCmd(c *cmd) {
 		return
 	}
 	c.moderate(scoreModerate, c.name+" runs the build's commands")
+}
+
+// netConfigCmd: these commands show settings, and change them when given
+// more to do: hostname NAME, date -s, ifconfig eth0 down, route add.
+func netConfigCmd(c *cmd) {
+	args := c.args()
+	ops := operands(args)
+	changes := false
+	switch c.name {
+	case "hostname":
+		changes = len(ops) > 0 || flagged(args, "bF", "--boot", "--file")
+	case "date":
+		changes = flagged(args, "s", "--set")
+	case "hwclock":
+		changes = flagged(args, "w", "--systohc", "--set", "--hctosys", "-s")
+	case "timedatectl":
+		changes = len(ops) > 0 && strings.HasPrefix(ops[0].s, "set")
+	case "ifconfig":
+		changes = len(ops) > 1
+	case "route", "arp":
+		changes = hasArg(args, "add", "del", "delete", "flush", "change", "replace", "-d", "-s", "-f")
+	default:
+		changes = len(ops) > 0 && !contains([]string{"show", "list", "status", "-listallnetworkservices", "-getinfo"}, ops[0].s)
+	}
+	if changes {
+		c.moderate(scoreModerateHigh, c.name+" changes system or network settings")
+	}
 }

@@ -183,7 +183,7 @@ func (w *walker) isSecret(f field) bool {
 // of them is not checked further.
 var secretMarkers = []string{".ssh", ".gnupg", ".aws", ".azure", ".password-store", ".kube", ".config", ".docker",
 	"shadow", "master.passwd", "sudoers", "ssh_host_", "env", "netrc", "pgpass", "credentials", "npmrc", "pypirc",
-	"vault-token", "my.cnf", ".boto", "s3cfg", "id_", ".key"}
+	"vault-token", "my.cnf", ".boto", "s3cfg", "id_", ".key", "history", "keyrings", "logins", "key4", "Login", "ookies"}
 
 // readsDisk returns the raw disk device a field names (if=/dev/sda), or "".
 func (w *walker) readsDisk(f field) string {
@@ -203,6 +203,9 @@ var secretDirs = map[string]bool{".ssh": true, ".gnupg": true, ".aws": true, ".a
 var secretNames = map[string]bool{
 	".netrc": true, ".pgpass": true, ".git-credentials": true, ".npmrc": true, ".pypirc": true,
 	".vault-token": true, "credentials.tfrc.json": true, ".my.cnf": true, ".boto": true, ".s3cfg": true,
+	".envrc": true, ".bash_history": true, ".zsh_history": true, ".psql_history": true, ".mysql_history": true,
+	".python_history": true, ".node_repl_history": true, "logins.json": true, "key4.db": true, "Login Data": true,
+	"Cookies": true, "cookies.sqlite": true,
 	"id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true,
 }
 
@@ -250,7 +253,7 @@ func secretPath(p string, glob bool) bool {
 			if compEq(n, "config.json", glob) {
 				return true
 			}
-		case (compEq(c, ".gnupg", glob) || compEq(c, ".azure", glob) || compEq(c, ".password-store", glob)) && n != "":
+		case (compEq(c, ".gnupg", glob) || compEq(c, ".azure", glob) || compEq(c, ".password-store", glob) || compEq(c, "keyrings", glob)) && n != "":
 			return true
 		case c == "etc" && n != "":
 			switch {

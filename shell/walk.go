@@ -34,6 +34,8 @@ type walker struct {
 	// crude marks the walker of the fallback reading of unparseable text,
 	// which does not parse nested code.
 	crude bool
+	// procOut counts the output process substitutions >( ) being walked.
+	procOut int
 }
 
 func newWalker(c *Classifier) *walker {
@@ -260,7 +262,13 @@ func (w *walker) subs(n syntax.Node) {
 			w.stmts(x.Stmts)
 			return false
 		case *syntax.ProcSubst:
-			w.stmts(x.Stmts)
+			if x.Op == syntax.CmdOut {
+				w.procOut++ // what runs in >( ) reads what is written to it
+				w.stmts(x.Stmts)
+				w.procOut--
+			} else {
+				w.stmts(x.Stmts)
+			}
 			return false
 		}
 		return true
