@@ -134,6 +134,7 @@ func decide(in *Input, hook func(string)) (d Directive) {
 	var mem [512]byte
 	n := notes(mem[:0])
 	var lowMem [maxLowerHint]byte
+	// Declared here, before the first goto, as Go requires.
 	var (
 		hint     = in.NextActionHint
 		scored   = in.RiskScore != nil
