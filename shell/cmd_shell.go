@@ -185,6 +185,8 @@ func (c *cmd) stdinCode(kind int) {
 		} else {
 			c.moderate(scoreModerate, what+" runs code from the file "+c.in.file)
 		}
+	case c.in.redir:
+		c.moderate(scoreModerateHigh, what+" reads code from a redirected descriptor")
 	case c.w.stage != nil:
 		c.flags.shell, c.flags.sink, c.flags.sinkKind = true, what, kind
 	case c.w.procOut > 0:

@@ -376,7 +376,7 @@ type stdin struct {
 	known bool   // text is set
 	file  string // read from this file (< file)
 	net   bool   // read from a process substitution that fetches from the network
-	redir bool   // stdin is redirected (not the pipe or the terminal)
+	redir bool   // stdin is redirected: not the pipe, not the terminal
 }
 
 // redirects judges a statement's redirections and returns what its stdin is.
@@ -385,6 +385,7 @@ func (w *walker) redirects(rs []*syntax.Redirect) stdin {
 	for _, r := range rs {
 		w.subsWord(r.Word)
 		w.subsWord(r.Hdoc)
+		toStdin := r.N == nil || r.N.Value == "0"
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
 			in = stdin{text: w.hdocText(r), known: true, redir: true}
@@ -393,16 +394,24 @@ func (w *walker) redirects(rs []*syntax.Redirect) stdin {
 		case syntax.RdrIn:
 			t := w.wordField(r.Word)
 			w.checkTarget(t, false, false)
-			in = stdin{file: t.s, net: fetchesNetwork(r.Word), redir: true}
+			if toStdin {
+				in = stdin{file: t.s, net: fetchesNetwork(r.Word), redir: true}
+			}
 		case syntax.DplIn, syntax.DplOut:
 			t := w.wordField(r.Word)
 			if isFD(t.s) {
+				if r.N != nil && r.N.Value == "0" || r.Op == syntax.DplIn && r.N == nil {
+					in = stdin{redir: true} // stdin is another descriptor: 0>&1, <&3
+				}
 				continue
 			}
 			w.checkTarget(t, r.Op == syntax.DplOut, false)
 		case syntax.RdrInOut:
 			t := w.wordField(r.Word)
 			w.checkTarget(t, true, true)
+			if toStdin {
+				in = stdin{file: t.s, redir: true}
+			}
 		default:
 			t := w.wordField(r.Word)
 			w.checkTarget(t, true, r.Op == syntax.AppOut || r.Op == syntax.AppAll || r.Op == syntax.AppClob || r.Op == syntax.AppAllClob)
