@@ -117,7 +117,7 @@ type compiled struct {
 	agents map[string]*portcullis.Autonomy
 }
 
-func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
+func compile(p *portcullis.Policy, protected []string, home string) (*compiled, error) {
 	c := &compiled{
 		pol:       p,
 		routes:    make(map[string]*route, len(p.Tools)),
@@ -234,7 +234,7 @@ func compile(p *portcullis.Policy, protected []string) (*compiled, error) {
 		// Building the classifier checks every shell rule's match and
 		// notMatch examples: a policy whose rules do not do what their
 		// examples say does not load.
-		sh, err := shell.New(shell.Options{Rules: p.Shell.Rules, ProtectedPaths: c.protected})
+		sh, err := shell.New(shell.Options{Rules: p.Shell.Rules, ProtectedPaths: c.protected, Home: home})
 		if err != nil {
 			return nil, fmt.Errorf("shell.rules: %w", err)
 		}

@@ -39,6 +39,7 @@ type Gate struct {
 	protected   []string
 	approvalTTL time.Duration
 	codeLife    time.Duration
+	home        string
 	notifier    portcullis.Notifier
 	log         *slog.Logger
 
@@ -84,6 +85,10 @@ func WithLogger(l *slog.Logger) Option { return func(g *Gate) { g.log = l } }
 // minutes).
 func WithChallengeLife(d time.Duration) Option { return func(g *Gate) { g.codeLife = d } }
 
+// WithHomeDir tells the shell classifier what ~ and $HOME stand for, so a
+// command naming ~/x is matched against protected paths written in full.
+func WithHomeDir(dir string) Option { return func(g *Gate) { g.home = dir } }
+
 // WithApprovalTTL sets how long an approval request stays answerable
 // (default 15 minutes).
 func WithApprovalTTL(d time.Duration) Option { return func(g *Gate) { g.approvalTTL = d } }
@@ -119,7 +124,7 @@ func (g *Gate) SetPolicy(p *portcullis.Policy) error {
 	if p == nil {
 		return errors.New("gate: nil policy")
 	}
-	c, err := compile(p, g.protected)
+	c, err := compile(p, g.protected, g.home)
 	if err != nil {
 		return fmt.Errorf("gate: compile policy: %w", err)
 	}

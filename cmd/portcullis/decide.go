@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
@@ -16,6 +17,14 @@ import (
 
 // loadGate loads the policy file, prints its warnings, and builds a gate.
 func loadGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, error) {
+	// Portcullis's own binary is protected like its policy and state: an
+	// agent's command that touches it is blocked.
+	if exe, err := os.Executable(); err == nil {
+		opts = append(opts, gate.WithProtectedPaths(exe))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		opts = append(opts, gate.WithHomeDir(home))
+	}
 	pol, warnings, err := policy.Load(path)
 	if err != nil {
 		return nil, &exitError{code: 2, msg: err.Error()}
