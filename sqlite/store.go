@@ -88,7 +88,7 @@ var migrationFiles embed.FS
 // a newer Portcullis.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
-		return nil, errors.New("sqlite: open: empty path (name the state file, e.g. $XDG_STATE_HOME/portcullis/state.db)")
+		return nil, errors.New("sqlite: open: empty path (name the state file, e.g. $XDG_STATE_HOME/portcullis/portcullis.db)")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

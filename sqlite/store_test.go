@@ -519,3 +519,26 @@ func TestErrorsWrapped(t *testing.T) {
 		t.Errorf("CreateChallenge(duplicate) = %v; want CONFLICT", err)
 	}
 }
+
+// TestWatchResync lets a watcher fall behind: it is told to resync.
+func TestWatchResync(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := openAt(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	ch := r(s.Watch(ctx)).must(t)
+	for range 100 { // more than the channel holds, unread
+		r(s.AddGrant(ctx, portcullis.Grant{Kind: portcullis.GrantSession, Tool: "t", Session: "s"})).must(t)
+	}
+	time.Sleep(300 * time.Millisecond) // at least one poll
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-ch:
+			if c.Kind == portcullis.ChangeResync {
+				return
+			}
+		case <-deadline:
+			t.Fatal("a watcher that fell behind was not sent a resync")
+		}
+	}
+}
