@@ -120,7 +120,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		opts.Clock = portcullis.SystemClock{}
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
