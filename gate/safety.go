@@ -102,15 +102,24 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 	in.Blocked = e.shellClass != nil && e.shellClass.Category == shell.Blocked
 
 	d := autonomy.Evaluate(in)
-	detail := "step " + strconv.Itoa(in.Step) + " (run state from the " + src + "), risk " + strconv.FormatFloat(d.RiskScore, 'f', -1, 64)
+	// The step's facts, written into one buffer: this runs on every step of
+	// every run, so it allocates once.
+	var buf [160]byte
+	b := append(buf[:0], "step "...)
+	b = strconv.AppendInt(b, int64(in.Step), 10)
+	b = append(b, " (run state from the "...)
+	b = append(b, src...)
+	b = append(b, "), risk "...)
+	b = strconv.AppendFloat(b, d.RiskScore, 'f', -1, 64)
 	if d.Tier != "" {
-		detail += ", tier " + string(d.Tier)
+		b = append(b, ", tier "...)
+		b = append(b, d.Tier...)
 	}
 	switch {
 	case d.Stopped:
 		e.level = portcullis.Deny
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceAutonomy, "", "", nil
-		result := "stop: " + d.Reason + " (" + detail + ")"
+		result := "stop: " + d.Reason + " (" + string(b) + ")"
 		var challenge string
 		switch {
 		case e.dry:
@@ -139,13 +148,16 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		e.paused, e.pauseReason = true, d.Reason
 		e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceAutonomy, "", ""
-		e.trace("autonomy", "pause: "+d.Reason+" ("+detail+")")
+		e.trace("autonomy", "pause: "+d.Reason+" ("+string(b)+")")
 	default:
-		remaining := "unlimited steps remain"
+		b = append(b, "; "...)
 		if d.StepsRemaining >= 0 {
-			remaining = strconv.Itoa(d.StepsRemaining) + " steps remain"
+			b = strconv.AppendInt(b, int64(d.StepsRemaining), 10)
+			b = append(b, " steps remain"...)
+		} else {
+			b = append(b, "unlimited steps remain"...)
 		}
-		e.trace("autonomy", "continue: "+detail+"; "+remaining)
+		e.trace("autonomy", "continue: "+string(b))
 	}
 	return false
 }
