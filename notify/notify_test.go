@@ -1,0 +1,122 @@
+package notify_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/notify"
+)
+
+// blockNotice is a danger-zone notice with its code.
+func blockNotice() portcullis.Notice {
+	return portcullis.Notice{
+		Kind: portcullis.NoticeBlock, Agent: "bot", DecisionID: "d1", ChallengeID: "chl_abc",
+		Reason: "rm -rf / is in the danger zone", Code: "K7P2QX",
+		ExpiresAt: time.Date(2030, 1, 2, 15, 4, 5, 0, time.UTC),
+	}
+}
+
+func approvalNotice() portcullis.Notice {
+	return portcullis.Notice{
+		Kind: portcullis.NoticeApproval, Agent: "bot", Session: "s1", Tool: "delete_element",
+		DecisionID: "d2", Reason: "Destructive operation, permanently removes data",
+	}
+}
+
+// recorder keeps the notices it is given and returns err.
+type recorder struct {
+	got []portcullis.Notice
+	err error
+}
+
+func (r *recorder) Notify(_ context.Context, n portcullis.Notice) error {
+	r.got = append(r.got, n)
+	return r.err
+}
+
+func TestMultiCallsEveryNotifier(t *testing.T) {
+	errDown := errors.New("desktop down")
+	first, second, third := &recorder{err: errDown}, &recorder{}, &recorder{err: errors.New("webhook closed")}
+	m := notify.Multi{first, nil, second, third}
+	err := m.Notify(context.Background(), blockNotice())
+	if !errors.Is(err, errDown) || !strings.Contains(err.Error(), "webhook closed") {
+		t.Errorf("Multi.Notify = %v; want both errors joined", err)
+	}
+	for i, r := range []*recorder{first, second, third} {
+		if len(r.got) != 1 || r.got[0].Code != "K7P2QX" {
+			t.Errorf("notifier %d got %v; want the notice once", i, r.got)
+		}
+	}
+	if err := (notify.Multi{second}).Notify(context.Background(), approvalNotice()); err != nil {
+		t.Errorf("Multi.Notify with no failure = %v; want nil", err)
+	}
+}
+
+func TestWriterLine(t *testing.T) {
+	tests := []struct {
+		name   string
+		notice portcullis.Notice
+		want   []string
+	}{
+		{"block", blockNotice(), []string{"agent bot is blocked", "rm -rf / is in the danger zone", "challenge chl_abc", "code K7P2QX", "15:04:05 UTC", "portcullis unblock bot --challenge chl_abc --code K7P2QX", "decision d1"}},
+		{"approval", approvalNotice(), []string{"approval needed for delete_element", "agent bot", "session s1", "permanently removes data", "decision d2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := notify.NewWriter(&buf).Notify(context.Background(), tt.notice); err != nil {
+				t.Fatal(err)
+			}
+			got := buf.String()
+			if strings.Count(got, "\n") != 1 || !strings.HasSuffix(got, "\n") {
+				t.Errorf("Writer wrote %q; want one line", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Writer wrote %q; want it to contain %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+// An agent's text cannot break the line or send terminal escapes.
+func TestWriterCleansAgentText(t *testing.T) {
+	n := blockNotice()
+	n.Agent = "bot\n  code:      AAAAAA\x1b[2K"
+	var buf bytes.Buffer
+	if err := notify.NewWriter(&buf).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); strings.Count(got, "\n") != 1 || strings.ContainsRune(got, '\x1b') {
+		t.Errorf("Writer wrote %q; want one line without escapes", got)
+	}
+}
+
+func TestWriterConcurrent(t *testing.T) {
+	var buf bytes.Buffer
+	w := notify.NewWriter(&buf)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if err := w.Notify(context.Background(), blockNotice()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		if !strings.HasPrefix(line, "portcullis: agent bot is blocked") || !strings.HasSuffix(line, "decision d1") {
+			t.Fatalf("line %d = %q; want whole lines", i, line)
+		}
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 50 {
+		t.Errorf("Writer wrote %d lines; want 50", n)
+	}
+}
