@@ -42,6 +42,23 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateNoFactors is BenchmarkEvaluate as the gate runs it:
+// without building the factors.
+func BenchmarkEvaluateNoFactors(b *testing.B) {
+	risk := 20.0
+	in := autonomy.Input{
+		Agent: "review-bot", Envelope: benchEnvelope, Step: 3, PreviousOutcome: portcullis.StepSuccess,
+		RiskScore: &risk, NextActionHint: benchHint, NoFactors: true,
+	}
+	if d := autonomy.Evaluate(in); !d.Continue {
+		b.Fatalf("Evaluate(bench input) = %+v; want a continue", d)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		autonomy.Evaluate(in)
+	}
+}
+
 // BenchmarkEvaluatePause is the worst ordinary path: every requiresApproval
 // pattern is tried and the last one pauses.
 func BenchmarkEvaluatePause(b *testing.B) {

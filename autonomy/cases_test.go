@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,4 +170,27 @@ func loadCases(t *testing.T) caseFile {
 		t.Fatalf("testdata/cases.json: %v", err)
 	}
 	return f
+}
+
+// TestNoFactors: skipping the factors changes nothing else.
+func TestNoFactors(t *testing.T) {
+	risk := func(v float64) *float64 { return &v }
+	for _, in := range []autonomy.Input{
+		{Agent: "a", Step: 1, RiskScore: risk(10), NextActionHint: "list files"},
+		{Agent: "a", Step: 1, RiskScore: risk(40), NextActionHint: "edit"},
+		{Agent: "a", Step: 1, NextActionHint: "rm -rf /"},
+		{Agent: "a", Step: 99},
+		{Agent: "a", Step: 1, PreviousOutcome: portcullis.StepFailure},
+	} {
+		full := autonomy.Evaluate(in)
+		in.NoFactors = true
+		quiet := autonomy.Evaluate(in)
+		if quiet.Factors == nil || len(quiet.Factors) != 0 {
+			t.Errorf("Evaluate(%+v) with NoFactors: factors %v; want empty, not nil", in, quiet.Factors)
+		}
+		quiet.Factors = full.Factors
+		if !reflect.DeepEqual(full, quiet) {
+			t.Errorf("Evaluate(%+v): with NoFactors %+v; without %+v", in, quiet, full)
+		}
+	}
 }

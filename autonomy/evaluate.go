@@ -1,6 +1,7 @@
 package autonomy
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,6 +35,10 @@ type Input struct {
 	// Blocked says the shell classifier classified the action blocked. It
 	// puts the action in the danger zone.
 	Blocked bool
+	// NoFactors leaves the directive's Factors empty, so a directive that
+	// continues allocates nothing: for callers that need only the verdict
+	// and the reason on a hot path (the gate, once per step of every run).
+	NoFactors bool
 }
 
 // Directive is the evaluator's answer: continue, pause for a person, or
@@ -329,6 +334,10 @@ func decide(in *Input, hook func(string)) (d Directive) {
 	d.Continue = true
 
 done:
+	if in.NoFactors {
+		d.Factors, d.Reason = []string{}, n.reasonOnly()
+		return d
+	}
 	d.Factors, d.Reason = n.strings()
 	return d
 }
@@ -411,6 +420,16 @@ func (n notes) strings() ([]string, string) {
 		fs[i], s = s[:k], s[k+1:]
 	}
 	return fs, reason
+}
+
+// reasonOnly returns the reason alone, allocating only when there is one.
+func (n notes) reasonOnly() string {
+	k := len(n) - 1
+	if k < 0 || n[k] != endReason {
+		return ""
+	}
+	start := bytes.LastIndexByte(n[:k], endFactor) + 1
+	return string(n[start:k])
 }
 
 // truncate cuts s to at most max bytes at a character boundary.

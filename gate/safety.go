@@ -100,26 +100,31 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		in.NextActionHint = e.actionSummary()
 	}
 	in.Blocked = e.shellClass != nil && e.shellClass.Category == shell.Blocked
+	in.NoFactors = true
 
 	d := autonomy.Evaluate(in)
-	// The step's facts, written into one buffer: this runs on every step of
-	// every run, so it allocates once.
-	var buf [160]byte
-	b := append(buf[:0], "step "...)
-	b = strconv.AppendInt(b, int64(in.Step), 10)
-	b = append(b, " (run state from the "...)
-	b = append(b, src...)
-	b = append(b, "), risk "...)
-	b = strconv.AppendFloat(b, d.RiskScore, 'f', -1, 64)
-	if d.Tier != "" {
-		b = append(b, ", tier "...)
-		b = append(b, d.Tier...)
+	// The step's facts, written into one stack buffer after the verdict:
+	// this runs on every step of every run, so a continue allocates only
+	// its trace line.
+	var buf [192]byte
+	facts := func(b []byte) []byte {
+		b = append(b, "step "...)
+		b = strconv.AppendInt(b, int64(in.Step), 10)
+		b = append(b, " (run state from the "...)
+		b = append(b, src...)
+		b = append(b, "), risk "...)
+		b = strconv.AppendFloat(b, d.RiskScore, 'f', -1, 64)
+		if d.Tier != "" {
+			b = append(b, ", tier "...)
+			b = append(b, d.Tier...)
+		}
+		return b
 	}
 	switch {
 	case d.Stopped:
 		e.level = portcullis.Deny
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceAutonomy, "", "", nil
-		result := "stop: " + d.Reason + " (" + string(b) + ")"
+		result := "stop: " + d.Reason + " (" + string(facts(buf[:0])) + ")"
 		var challenge string
 		switch {
 		case e.dry:
@@ -148,8 +153,9 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		e.paused, e.pauseReason = true, d.Reason
 		e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceAutonomy, "", ""
-		e.trace("autonomy", "pause: "+d.Reason+" ("+string(b)+")")
+		e.trace("autonomy", "pause: "+d.Reason+" ("+string(facts(buf[:0]))+")")
 	default:
+		b := facts(append(buf[:0], "continue: "...))
 		b = append(b, "; "...)
 		if d.StepsRemaining >= 0 {
 			b = strconv.AppendInt(b, int64(d.StepsRemaining), 10)
@@ -157,7 +163,7 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		} else {
 			b = append(b, "unlimited steps remain"...)
 		}
-		e.trace("autonomy", "continue: "+string(b))
+		e.trace("autonomy", string(b))
 	}
 	return false
 }
