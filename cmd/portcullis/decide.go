@@ -47,12 +47,17 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
 	var sf stateFlags
 	sf.register(fs)
+	var nf notifyFlags
+	nf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usageError("decide reads requests from stdin; unexpected argument %q", pos[0])
+	}
+	if nf.set() && sf.state == "" && sf.store == "" {
+		return usageError("--notify-* needs --state DIR or --store URL: without them decide keeps no blocks or approvals to tell anyone about")
 	}
 	path, err := policyPath(*policyFlag)
 	if err != nil {
@@ -73,6 +78,14 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 		opts = append(opts, gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir))
+		n, cleanup, err := nf.notifier(log)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		if n != nil {
+			opts = append(opts, gate.WithNotifier(n))
+		}
 	}
 	g, err := loadGate(path, stderr, opts...)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/notify"
 )
 
 // terminal is the notifier of a command a person runs: it prints what the
@@ -51,17 +52,33 @@ func runUnblock(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	adminToken := fs.String("admin-token", "", "clear without a code, as the administrator (the token is in admin.token in the state directory)")
 	all := fs.Bool("all", false, "with --admin-token: clear every block")
 	list := fs.Bool("list", false, "list the blocked agents")
+	var nf notifyFlags
+	nf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	if nf.set() && !*reissue {
+		return usageError("--notify-* applies only with --reissue (where the new code is sent)")
+	}
 	log := cliLogger(stderr)
+	// The new code of --reissue is printed here and sent to the channels
+	// of the --notify-* flags.
+	var notifier portcullis.Notifier = terminal{stdout}
+	extra, cleanup, err := nf.notifier(log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if extra != nil {
+		notifier = notify.Multi{notifier, extra}
+	}
 	st, err := sf.open(ctx, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(terminal{stdout}), gate.WithLogger(log))
+	g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(notifier), gate.WithLogger(log))
 	if err != nil {
 		return err
 	}
