@@ -26,6 +26,7 @@ func (e *eval) audit(ctx context.Context, start time.Time) {
 		Request:     e.redacted(),
 		PolicyHash:  e.pol.pol.Hash,
 		UserPresent: e.c.UserPresent,
+		Validator:   e.verdict,
 	}
 	d := e.d
 	d.Trace = append([]portcullis.TraceEntry(nil), e.d.Trace...)

@@ -40,6 +40,7 @@ type Gate struct {
 	approvalTTL time.Duration
 	codeLife    time.Duration
 	home        string
+	validator   portcullis.Validator
 	notifier    portcullis.Notifier
 	log         *slog.Logger
 
@@ -200,6 +201,7 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 		if err := e.pipeline(ctx); err != nil {
 			return e.d, err
 		}
+		e.retryGuard(ctx)
 	}
 	if g.store != nil && !e.explain {
 		e.audit(ctx, start)
@@ -226,8 +228,9 @@ func (e *eval) pipeline(ctx context.Context) error {
 	if e.c.Run != nil && e.level != portcullis.Deny && e.autonomyStage(ctx) {
 		return nil
 	}
-	// Stage: the validator runs here; it may only make the decision
-	// stricter.
+	if e.level != portcullis.Deny && e.validatorStage(ctx) {
+		return nil
+	}
 	switch {
 	case e.level == portcullis.Deny:
 		e.finishDeny(portcullis.CodeNone, e.denyReason())
@@ -236,8 +239,8 @@ func (e *eval) pipeline(ctx context.Context) error {
 	default:
 		e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, e.allowReason())
 	}
-	// Stage: the retry guard runs here. The audit stage runs in decide,
-	// after shadow mode has had its say.
+	// The retry guard and the audit stage run in decide, after every stage
+	// that can deny (and shadow mode) has had its say.
 	return nil
 }
 
@@ -272,6 +275,8 @@ type eval struct {
 	// paused: the autonomy stage paused the run; a person must confirm.
 	paused      bool
 	pauseReason string
+	// verdict is the validator's, for the audit row.
+	verdict *portcullis.ValidatorRecord
 }
 
 func (e *eval) trace(stage, result string) {

@@ -1,0 +1,209 @@
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/portcullis/portcullis"
+)
+
+// WithValidator gives the gate the independent LLM validator of stage 6.
+// A policy with a `validator` block and a gate without one denies every
+// call in the validator's scope (fail closed).
+func WithValidator(v portcullis.Validator) Option { return func(g *Gate) { g.validator = v } }
+
+// migrationPrefix marks a run's trigger as a declared migration:
+// `run.trigger: "migration:add-tentative-default"`.
+const migrationPrefix = "migration:"
+
+// inValidatorScope reports whether the policy's validator judges this call:
+// by default risk external-write and policy-write; the scope may add tools
+// and every shell command.
+func (e *eval) inValidatorScope() bool {
+	cfg := e.pol.pol.Validator
+	if cfg == nil {
+		return false
+	}
+	sc := cfg.Scope
+	risks := sc.Risks
+	if len(risks) == 0 && len(sc.Tools) == 0 && !sc.Shell {
+		risks = []portcullis.Risk{portcullis.RiskExternalWrite, portcullis.RiskPolicyWrite}
+	}
+	if e.risk != "" {
+		for _, r := range risks {
+			if r == e.risk {
+				return true
+			}
+		}
+	}
+	for _, t := range sc.Tools {
+		if t == e.canonical {
+			return true
+		}
+	}
+	return sc.Shell && e.r != nil && e.r.shellArg != ""
+}
+
+// migrationBypass reports whether the call is a declared migration writing
+// one of its declared paths: it skips the validator (still audited). A
+// migration that reaches an external-write tool is a contract violation: it
+// is logged and goes through the validator.
+func (e *eval) migrationBypass() (string, bool) {
+	run := e.c.Run
+	if run == nil || !strings.HasPrefix(run.Trigger, migrationPrefix) {
+		return "", false
+	}
+	name := strings.TrimPrefix(run.Trigger, migrationPrefix)
+	var paths []string
+	found := false
+	for _, m := range e.pol.pol.Migrations {
+		if m.Name == name {
+			paths, found = m.Paths, true
+			break
+		}
+	}
+	if !found {
+		return "", false
+	}
+	if e.risk == portcullis.RiskExternalWrite {
+		e.g.log.Error("migration reached an external-write tool: contract violation, routed to the validator",
+			"migration", name, "tool", e.canonical, "decision", e.d.DecisionID)
+		return "", false
+	}
+	if e.r == nil || e.r.pathArg == "" {
+		return "", false
+	}
+	path, _ := e.c.Args[e.r.pathArg].(string)
+	for _, p := range paths {
+		if path != "" && cleanPath(path) == cleanPath(p) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// validatorStage asks the validator about a call in its scope. Deny →
+// DENY (VALIDATOR_DENIED); an answer it could not give → DENY with
+// failClosed; allow → the level stands (an allow never lowers it). It
+// returns true when it ended the decision.
+func (e *eval) validatorStage(ctx context.Context) bool {
+	if !e.inValidatorScope() {
+		return false
+	}
+	if name, ok := e.migrationBypass(); ok {
+		e.verdict = &portcullis.ValidatorRecord{Verdict: "migration-bypass"}
+		e.trace("validator", "migration-bypass: migration "+quote(name)+" writes one of its declared paths")
+		return false
+	}
+	if e.g.validator == nil {
+		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
+		e.level = portcullis.Deny
+		e.trace("validator", "the policy configures a validator, but this gate has none: fail closed")
+		e.d.Code = portcullis.CodeFailClosed
+		e.d.FailClosed = true
+		e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+e.quotedTool()+" must be checked by the validator, which is not available, so it is denied")
+		e.d.WhatWouldAuthorize = "the validator being available again"
+		return true
+	}
+	req := portcullis.ValidationRequest{
+		Tool:        e.canonical,
+		Summary:     e.actionSummary(),
+		Args:        e.c.Args,
+		Risk:        e.risk,
+		PolicyWrite: e.risk == portcullis.RiskPolicyWrite,
+	}
+	if cfg := e.pol.pol.Validator; cfg.Mode == string(portcullis.ValidateContextual) {
+		req.Mode = portcullis.ValidateContextual
+		req.Conversation = e.c.Conversation
+		req.UserPresent = e.c.UserPresent
+		if e.c.Run != nil {
+			req.Trigger = e.c.Run.Trigger
+		}
+	} else {
+		req.Mode = portcullis.ValidateStateless
+	}
+	v, err := e.g.validator.Validate(ctx, req)
+	if err != nil {
+		v = portcullis.Verdict{FailClosed: true, Reasoning: "the validator failed: " + err.Error()}
+	}
+	e.verdict = &portcullis.ValidatorRecord{
+		Provider: v.Provider, Model: v.Model, PromptHash: v.PromptHash, Confidence: v.Confidence,
+		LatencyNS: int64(v.Latency), Cached: v.Cached, FailClosed: v.FailClosed, Verdict: "deny",
+	}
+	conf := strconv.FormatFloat(v.Confidence, 'f', -1, 64)
+	switch {
+	case v.FailClosed:
+		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
+		e.trace("validator", "no verdict ("+v.Reasoning+"): fail closed")
+		e.d.Code = portcullis.CodeFailClosed
+		e.d.FailClosed = true
+		e.finishDeny(portcullis.CodeFailClosed, "Operation "+e.quotedTool()+" is denied: the validator could not judge it ("+v.Reasoning+")")
+		e.d.WhatWouldAuthorize = "the validator answering; try again later"
+		return true
+	case !v.Allow:
+		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
+		e.trace("validator", "deny (confidence "+conf+"): "+v.Reasoning)
+		e.finishDeny(portcullis.CodeValidatorDenied, "The validator denied "+e.quotedTool()+": "+v.Reasoning)
+		e.d.WhatWouldAuthorize = v.WhatWouldAuthorize
+		return true
+	}
+	e.verdict.Verdict = "allow"
+	e.trace("validator", "allow (confidence "+conf+"): "+v.Reasoning)
+	return false
+}
+
+// retryGuard remembers a denial per run (or session) by action signature:
+// the tool, its arguments and the latest user message. The second identical
+// denied attempt with no new user input is a stop (RETRY_LOOP): the agent
+// must wait for the user, not ask a third time.
+func (e *eval) retryGuard(ctx context.Context) {
+	st := e.g.store
+	if st == nil || e.dry || e.d.Outcome != portcullis.OutcomeDeny || e.d.FailClosed {
+		return
+	}
+	key := e.c.Session
+	if e.c.Run != nil && e.c.Run.ID != "" {
+		key = "run:" + e.c.Run.ID
+	}
+	if key == "" {
+		return
+	}
+	digest, err := portcullis.ArgsDigest(e.c.Args)
+	if err != nil {
+		return
+	}
+	h := sha256.New()
+	h.Write([]byte(e.canonical + "\n" + digest + "\n"))
+	for i := len(e.c.Conversation) - 1; i >= 0; i-- {
+		if m := e.c.Conversation[i]; m.Role == "user" {
+			h.Write([]byte(m.Content))
+			break
+		}
+	}
+	sig := hex.EncodeToString(h.Sum(nil))
+	n, err := st.RecordDenial(ctx, key, sig, e.g.clock.Now())
+	if err != nil {
+		e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "retry_guard", Result: "could not record the denial: " + err.Error(), Level: portcullis.Deny})
+		return
+	}
+	if n < 2 {
+		e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "retry_guard", Result: "first denial of this action", Level: portcullis.Deny})
+		return
+	}
+	first := e.d.Reason
+	for i := range e.d.Trace {
+		e.d.Trace[i].Decided = false
+	}
+	e.source = portcullis.SourceRetryGuard
+	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "retry_guard", Result: "denied " + strconv.Itoa(n) + " times with no new user input: stop", Level: portcullis.Deny})
+	e.d.Code = portcullis.CodeRetryLoop
+	e.matchedPolicy, e.sourceElement, e.conflicts = "", "", nil
+	e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "This action was already denied ("+first+"). Do not propose it again: tell the user and wait for their answer.")
+	e.d.WhatWouldAuthorize = "new input from the user"
+}
+
+func cleanPath(p string) string { return filepath.Clean(strings.TrimSpace(p)) }
