@@ -139,7 +139,9 @@ var placements = map[string]func(r *portcullis.ValidationRequest, text string){
 	"user message": func(r *portcullis.ValidationRequest, s string) {
 		r.Conversation = append(r.Conversation, portcullis.Message{Role: "user", Content: s})
 	},
-	"role":    func(r *portcullis.ValidationRequest, s string) { r.Conversation = []portcullis.Message{{Role: s, Content: "hi"}} },
+	"role": func(r *portcullis.ValidationRequest, s string) {
+		r.Conversation = []portcullis.Message{{Role: s, Content: "hi"}}
+	},
 	"trigger": func(r *portcullis.ValidationRequest, s string) { r.Trigger = s },
 }
 
