@@ -333,7 +333,11 @@ func TestAskErrors(t *testing.T) {
 				t.Errorf("Ask(%s) = {status %d, type %q, retryable %v, retry after %v}; want {%d, %q, %v, %v}",
 					tt.name, e.StatusCode, e.Type, e.Retryable(), e.RetryAfter, tt.status, tt.typ, tt.retryable, tt.retryAfter)
 			}
-			if !strings.Contains(err.Error(), "claude-haiku-4-5") || !strings.Contains(err.Error(), http.StatusText(tt.status)) && tt.status != 529 {
+			status := http.StatusText(tt.status)
+			if tt.status == anthropic.StatusOverloaded {
+				status = "Overloaded"
+			}
+			if !strings.Contains(err.Error(), testModel) || !strings.Contains(err.Error(), status) {
 				t.Errorf("Ask(%s) error %q; want it to name the model and the status", tt.name, err)
 			}
 		})

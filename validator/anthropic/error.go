@@ -66,7 +66,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 			e.RetryAfter = retryAfter(apiErr.Response.Header)
 		}
 		var msg strings.Builder
-		fmt.Fprintf(&msg, "%s%d %s", prefix, apiErr.StatusCode, http.StatusText(apiErr.StatusCode))
+		fmt.Fprintf(&msg, "%s%d %s", prefix, apiErr.StatusCode, statusText(apiErr.StatusCode))
 		if e.Type != "" {
 			fmt.Fprintf(&msg, ": %s", e.Type)
 		}
@@ -99,6 +99,14 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	}
 	e.msg = m.scrub(prefix + "malformed response: " + err.Error())
 	return e
+}
+
+// statusText names a status, Anthropic's 529 included.
+func statusText(code int) string {
+	if code == StatusOverloaded {
+		return "Overloaded"
+	}
+	return http.StatusText(code)
 }
 
 func retryableStatus(code int) bool {
