@@ -32,6 +32,13 @@ func loadGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, e
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning: "+w.String())
 	}
+	v, err := buildValidator(pol, cliLogger(stderr))
+	if err != nil {
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("%s: %v", path, err)}
+	}
+	if v != nil {
+		opts = append(opts, gate.WithValidator(v))
+	}
 	g, err := gate.New(pol, opts...)
 	if err != nil {
 		return nil, &exitError{code: 2, msg: fmt.Sprintf("%s: %v", path, err)}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/validator"
+	"github.com/portcullis/portcullis/validator/anthropic"
+	"github.com/portcullis/portcullis/validator/command"
+)
+
+// buildValidator makes the policy's validator: the provider named by
+// `validator.provider`, its API key from the environment variable named by
+// `validator.apiKeyEnv` (never from the policy), and the rules file of the
+// configured mode. A validator that cannot be built stops the start: a
+// policy that asks for a validator never runs without one.
+func buildValidator(pol *portcullis.Policy, log *slog.Logger) (portcullis.Validator, error) {
+	cfg := pol.Validator
+	if cfg == nil {
+		return nil, nil
+	}
+	key := ""
+	if cfg.APIKeyEnv != "" {
+		key = strings.TrimSpace(os.Getenv(cfg.APIKeyEnv))
+	}
+	var (
+		m   portcullis.Model
+		err error
+	)
+	switch cfg.Provider {
+	case "anthropic":
+		if key == "" {
+			return nil, fmt.Errorf("validator: the anthropic provider needs an API key: set the environment variable %s (validator.apiKeyEnv)", orDefault(cfg.APIKeyEnv, "named by validator.apiKeyEnv"))
+		}
+		m, err = anthropic.New(anthropic.Options{Model: cfg.Model, APIKey: key, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout})
+	case "openai":
+		m, err = newOpenAIModel(cfg, key)
+	case "command":
+		m, err = command.New(cfg.Command, command.Options{})
+	default:
+		return nil, fmt.Errorf("validator: unknown provider %q (want anthropic, openai or command)", cfg.Provider)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("validator: %w", err)
+	}
+	v, err := validator.New(m, validator.Config{
+		Mode:           portcullis.ValidationMode(cfg.Mode),
+		RulesFile:      cfg.Rules,
+		PolicyDocument: pol.PolicyDocument,
+		Timeout:        cfg.Timeout,
+		PolicyHash:     pol.Hash,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("validator: %w", err)
+	}
+	return v, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
