@@ -32,8 +32,20 @@ type TestCase struct {
 	File    string
 	Line    int
 	Request portcullis.Call
-	Want    Expectation
+	// Validator stands in for the LLM validator in this case: "allow",
+	// "deny" or "unavailable" (no verdict: fail closed); "" means the case
+	// runs without a validator, so a call in the validator's scope is denied
+	// fail-closed.
+	Validator string
+	Want      Expectation
 }
+
+// The stand-in validator verdicts a test case may name.
+const (
+	ValidatorAllow       = "allow"
+	ValidatorDeny        = "deny"
+	ValidatorUnavailable = "unavailable"
+)
 
 // Expectation is what a case expects of the decision. A nil field is not
 // checked.
@@ -65,7 +77,7 @@ func (r *CaseResult) Passed() bool { return r.Err == nil && len(r.Diffs) == 0 }
 // The keys of a test file's mappings.
 var (
 	testFileKeys = []string{"policy", "cases"}
-	caseKeys     = []string{"name", "request", "want"}
+	caseKeys     = []string{"name", "request", "validator", "want"}
 	wantKeys     = []string{"outcome", "permissionLevel", "code", "source", "sourceElement", "matchedPolicy", "conflictingElements", "failClosed", "reasonContains", "tool", "risk"}
 	conflictKeys = []string{"name", "wantedLevel"}
 )
@@ -220,6 +232,15 @@ func (p *parser) cases(n *yaml.Node, pol *portcullis.Policy) []TestCase {
 				tc.Name, _ = p.str(v, w.key(key))
 			case "request":
 				req = v
+			case "validator":
+				if s, ok := p.str(v, w.key(key)); ok {
+					switch s {
+					case ValidatorAllow, ValidatorDeny, ValidatorUnavailable:
+						tc.Validator = s
+					default:
+						p.errorf(v, w.key(key), "unknown verdict %s (want allow, deny or unavailable)", quote(s))
+					}
+				}
 			case "want":
 				want = v
 			}
@@ -559,13 +580,20 @@ func (p *parser) conflicts(n *yaml.Node, w at) ([]portcullis.Conflict, bool) {
 // Decide returns an error (or panics) or when the decision does not meet an
 // expectation.
 func RunTests(ctx context.Context, d portcullis.Decider, tf *TestFile) []CaseResult {
+	return RunTestsWith(ctx, tf, func(TestCase) portcullis.Decider { return d })
+}
+
+// RunTestsWith runs every case through the Decider that decider returns
+// for it: the runner of `portcullis policy test` gives a case that names a
+// stand-in validator verdict a gate with that verdict.
+func RunTestsWith(ctx context.Context, tf *TestFile, decider func(TestCase) portcullis.Decider) []CaseResult {
 	results := make([]CaseResult, 0, len(tf.Cases))
 	for _, tc := range tf.Cases {
 		r := CaseResult{Case: tc}
 		if err := ctx.Err(); err != nil {
 			r.Err = err
 		} else {
-			r.Decision, r.Err = decide(ctx, d, tc.Request)
+			r.Decision, r.Err = decide(ctx, decider(tc), tc.Request)
 			if r.Err == nil {
 				r.Diffs = tc.Want.Diff(r.Decision)
 			}

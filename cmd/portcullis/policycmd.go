@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/portcullis/portcullis"
+
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/policy"
 )
@@ -72,13 +74,13 @@ func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 			loadFailed = true
 			continue
 		}
-		g, err := gate.New(tf.Policy)
+		gates, err := caseGates(tf.Policy)
 		if err != nil {
 			fmt.Fprintf(stderr, "portcullis: %s: %v\n", path, err)
 			loadFailed = true
 			continue
 		}
-		results = append(results, policy.RunTests(ctx, g, tf)...)
+		results = append(results, policy.RunTestsWith(ctx, tf, func(c policy.TestCase) portcullis.Decider { return gates[c.Validator] })...)
 	}
 	failed := policy.FormatResults(stdout, results, *verbose)
 	switch {
@@ -88,4 +90,35 @@ func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// caseGates builds one gate per stand-in validator verdict a test case may
+// name: "" (no validator: calls in its scope fail closed), allow, deny and
+// unavailable. Policy tests never call a real model.
+func caseGates(pol *portcullis.Policy) (map[string]portcullis.Decider, error) {
+	gates := map[string]portcullis.Decider{}
+	for verdict, v := range map[string]portcullis.Validator{
+		"":                          nil,
+		policy.ValidatorAllow:       standIn{portcullis.Verdict{Allow: true, Confidence: 1, Reasoning: "stand-in verdict of the test file: allow"}},
+		policy.ValidatorDeny:        standIn{portcullis.Verdict{Confidence: 1, Reasoning: "stand-in verdict of the test file: deny", WhatWouldAuthorize: "what the validator would ask for"}},
+		policy.ValidatorUnavailable: standIn{portcullis.Verdict{FailClosed: true, Reasoning: "stand-in verdict of the test file: the validator is unavailable"}},
+	} {
+		var opts []gate.Option
+		if v != nil {
+			opts = append(opts, gate.WithValidator(v))
+		}
+		g, err := gate.New(pol, opts...)
+		if err != nil {
+			return nil, err
+		}
+		gates[verdict] = g
+	}
+	return gates, nil
+}
+
+// standIn is the validator of a policy test case: a fixed verdict.
+type standIn struct{ v portcullis.Verdict }
+
+func (s standIn) Validate(context.Context, portcullis.ValidationRequest) (portcullis.Verdict, error) {
+	return s.v, nil
 }
