@@ -69,6 +69,10 @@ type ToolPolicy struct {
 	// Redact is `redact`: argument names whose values the audit log does
 	// not keep (in addition to audit.redact).
 	Redact []string
+	// Mode is `mode`: this tool's enforcement mode (enforce, shadow or off),
+	// overriding the policy's; "" means the policy's. Seed 004's per-tool
+	// rollout: a tool in shadow is evaluated and recorded but let through.
+	Mode Mode
 	// Line is the line of the entry in the policy file (0 when built in code).
 	Line int
 }

@@ -73,6 +73,8 @@ type route struct {
 	redact []string
 	// level is the tool's explicit defaultLevel (LevelUnset: none).
 	level portcullis.Level
+	// mode overrides the policy's mode for this tool ("": the policy's).
+	mode portcullis.Mode
 }
 
 // element is a compiled element.
@@ -142,6 +144,7 @@ func compile(p *portcullis.Policy, protected []string, home string) (*compiled, 
 			pathArg:    t.PathArg,
 			redact:     t.Redact,
 			level:      t.DefaultLevel,
+			mode:       t.Mode,
 		}
 		if t.Summary != "" {
 			tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Summary)

@@ -184,13 +184,17 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 	}
 	e.d.Trace = make([]portcullis.TraceEntry, 0, 8)
 
-	switch e.pol.pol.Mode {
+	mode, modeOf := e.pol.pol.Mode, "policy"
+	if r := e.pol.routes[c.Tool]; r != nil && r.mode != "" {
+		mode, modeOf = r.mode, "tool"
+	}
+	switch mode {
 	case portcullis.ModeOff:
-		e.trace("mode", "off: the call is let through unevaluated")
+		e.trace("mode", "off ("+modeOf+"): the call is let through unevaluated")
 		e.finish(portcullis.OutcomeAllow, portcullis.AutoApprove, portcullis.SourceMode, "", "policy mode is off: calls are not evaluated")
 		return e.d, nil
 	case portcullis.ModeShadow:
-		e.trace("mode", "shadow: evaluated and recorded, but the call is let through")
+		e.trace("mode", "shadow ("+modeOf+"): evaluated and recorded, but the call is let through")
 		e.dry = true
 		if err := e.pipeline(ctx); err != nil {
 			return e.d, err

@@ -158,3 +158,20 @@ func TestRetryGuard(t *testing.T) {
 		}
 	}
 }
+
+func TestShadowToolStillConsultsTheValidator(t *testing.T) {
+	st := memstore.New(nil)
+	v := &fakeValidator{verdict: portcullis.Verdict{Reasoning: "outside acme.com", Model: "m"}}
+	g := mustGate(t, strings.Replace(validatorPolicy, "risk: external-write,", "risk: external-write, mode: shadow,", 1), gate.WithValidator(v), gate.WithStore(st))
+	d := decide(t, g, portcullis.Call{Tool: "send_email", Session: "s", Args: map[string]any{"to": "bob@example.com"}})
+	if d.Outcome != portcullis.OutcomeAllow || d.Shadow == nil || d.Shadow.Code != portcullis.CodeValidatorDenied {
+		t.Fatalf("Decide(shadow tool) = %s shadow %+v; want allowed, with the validator's deny recorded", d.Outcome, d.Shadow)
+	}
+	if len(v.asked) != 1 {
+		t.Fatalf("validator asked %d times; want 1", len(v.asked))
+	}
+	evs := auditRows(t, st)
+	if len(evs) != 1 || evs[0].Validator == nil || evs[0].Validator.Verdict != "deny" {
+		t.Fatalf("audit = %+v; want the would-be verdict recorded", evs)
+	}
+}

@@ -166,6 +166,11 @@ func (c *checker) tools() {
 		if t.DefaultLevel != portcullis.LevelUnset && !t.DefaultLevel.Valid() {
 			c.errorf(path{"tools", i, "defaultLevel"}, w.key("defaultLevel"), "invalid level %s (want %s)", t.DefaultLevel, portcullis.LevelNames)
 		}
+		if t.Mode != "" {
+			if _, err := portcullis.ParseMode(string(t.Mode)); err != nil {
+				c.errorf(path{"tools", i, "mode"}, w.key("mode"), "unknown mode %s (want enforce, shadow or off)", quote(string(t.Mode)))
+			}
+		}
 		if t.Risk != "" {
 			if _, err := portcullis.ParseRisk(string(t.Risk)); err != nil {
 				c.errorf(path{"tools", i, "risk"}, w.key("risk"), "unknown risk %s (want external-write or policy-write)", quote(string(t.Risk)))

@@ -15,7 +15,7 @@ import (
 // The keys of each mapping of the policy file, in the order of DESIGN.md.
 var (
 	topKeys            = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit"}
-	toolKeys           = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "redact"}
+	toolKeys           = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "redact", "mode"}
 	elementKeys        = []string{"name", "type", "active", "gatekeeper", "autonomy"}
 	gatekeeperKeys     = []string{"allow", "confirm", "deny", "scope"}
 	scopeKeys          = []string{"allowedTypes", "blockedTypes"}
@@ -433,6 +433,9 @@ func (p *parser) tool(name string, k, v *yaml.Node) portcullis.ToolPolicy {
 			t.PathArg = p.argName(v, w, "file path")
 		case "redact":
 			t.Redact = p.argNames(v, w)
+		case "mode":
+			s, _ := p.str(v, w)
+			t.Mode = portcullis.Mode(s)
 		}
 	})
 	return t
