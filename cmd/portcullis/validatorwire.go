@@ -22,14 +22,11 @@ func buildValidator(pol *portcullis.Policy, log *slog.Logger) (portcullis.Valida
 	if cfg == nil {
 		return nil, nil
 	}
-	key := ""
-	if cfg.APIKeyEnv != "" {
-		key = strings.TrimSpace(os.Getenv(cfg.APIKeyEnv))
+	key, err := apiKey(cfg.APIKeyEnv)
+	if err != nil {
+		return nil, fmt.Errorf("validator: %w", err)
 	}
-	var (
-		m   portcullis.Model
-		err error
-	)
+	var m portcullis.Model
 	switch cfg.Provider {
 	case "anthropic":
 		if key == "" {
@@ -65,4 +62,26 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// apiKey reads the validator's API key from the environment variable the
+// policy names, or — the container-secrets convention — from the file named
+// by the same variable with _FILE appended. The key never comes from the
+// policy file and is never logged.
+func apiKey(env string) (string, error) {
+	if env == "" {
+		return "", nil
+	}
+	if k := strings.TrimSpace(os.Getenv(env)); k != "" {
+		return k, nil
+	}
+	path := os.Getenv(env + "_FILE")
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the API key from %s (%s_FILE): %w", path, env, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
