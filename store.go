@@ -2,7 +2,10 @@ package portcullis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -209,4 +212,44 @@ type Approval struct {
 	DecidedBy  string    `json:"decidedBy,omitempty"`
 	DecidedAt  time.Time `json:"decidedAt,omitzero"`
 	DenyReason string    `json:"denyReason,omitempty"`
+}
+
+// PrepareGrant checks a grant a store is about to record and fills in what
+// AddGrant promises: an ID ("grt_" and 24 random hex digits) when it has
+// none, CreatedAt (now) when it is zero, a single-use grant's ArgsDigest
+// from its Args when empty. Args are dropped (a store keeps the digest
+// only); times are UTC. Every Store uses it, so they agree.
+func PrepareGrant(g Grant, now time.Time) (Grant, error) {
+	switch g.Kind {
+	case GrantSession:
+	case GrantSingle:
+		if g.ArgsDigest == "" {
+			d, err := ArgsDigest(g.Args)
+			if err != nil {
+				return Grant{}, err
+			}
+			g.ArgsDigest = d
+		}
+	default:
+		return Grant{}, Errorf(CodeInvalidRequest, "unknown grant kind %q (want session or single)", g.Kind)
+	}
+	if g.Tool == "" {
+		return Grant{}, Errorf(CodeInvalidRequest, "grant names no tool")
+	}
+	if g.ID == "" {
+		var b [12]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return Grant{}, fmt.Errorf("grant id: %w", err)
+		}
+		g.ID = "grt_" + hex.EncodeToString(b[:])
+	}
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = now
+	}
+	g.CreatedAt = g.CreatedAt.UTC()
+	if !g.ExpiresAt.IsZero() {
+		g.ExpiresAt = g.ExpiresAt.UTC()
+	}
+	g.Args = nil
+	return g, nil
 }

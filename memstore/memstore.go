@@ -9,8 +9,6 @@ package memstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"sync"
@@ -77,34 +75,7 @@ func (s *Store) AddGrant(ctx context.Context, g portcullis.Grant) (portcullis.Gr
 
 // prepareGrant checks a grant and fills in its ID, digest and creation time.
 func (s *Store) prepareGrant(g portcullis.Grant) (portcullis.Grant, error) {
-	switch g.Kind {
-	case portcullis.GrantSession:
-	case portcullis.GrantSingle:
-		if g.ArgsDigest == "" {
-			d, err := portcullis.ArgsDigest(g.Args)
-			if err != nil {
-				return portcullis.Grant{}, err
-			}
-			g.ArgsDigest = d
-		}
-	default:
-		return portcullis.Grant{}, fmt.Errorf("add grant: unknown kind %q", g.Kind)
-	}
-	if g.Tool == "" {
-		return portcullis.Grant{}, fmt.Errorf("add grant: missing tool")
-	}
-	if g.ID == "" {
-		var b [12]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return portcullis.Grant{}, fmt.Errorf("add grant: %w", err)
-		}
-		g.ID = "grt_" + hex.EncodeToString(b[:])
-	}
-	if g.CreatedAt.IsZero() {
-		g.CreatedAt = s.clock.Now()
-	}
-	g.Args = nil
-	return g, nil
+	return portcullis.PrepareGrant(g, s.clock.Now())
 }
 
 // UseGrant finds a grant covering q; a single-use grant is deleted when

@@ -27,42 +27,20 @@ func scanGrant(row pgx.Row) (portcullis.Grant, error) {
 }
 
 // prepareGrant checks a grant and fills in its ID, digest and creation
-// time, as the Store interface says.
+// time, as the Store interface says; times are truncated to what
+// PostgreSQL keeps.
 func (s *Store) prepareGrant(g portcullis.Grant) (portcullis.Grant, error) {
-	switch g.Kind {
-	case portcullis.GrantSession:
-	case portcullis.GrantSingle:
-		if g.ArgsDigest == "" {
-			d, err := portcullis.ArgsDigest(g.Args)
-			if err != nil {
-				return portcullis.Grant{}, err
-			}
-			g.ArgsDigest = d
-		}
-	default:
-		return portcullis.Grant{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "unknown grant kind %q (want session or single)", g.Kind)
-	}
-	if g.Tool == "" {
-		return portcullis.Grant{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "grant has no tool")
-	}
 	if len(g.ID) > maxIDBytes {
 		return portcullis.Grant{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "grant id is %d bytes, more than %d", len(g.ID), maxIDBytes)
 	}
-	if g.ID == "" {
-		id, err := newID("grt_")
-		if err != nil {
-			return portcullis.Grant{}, err
-		}
-		g.ID = id
-	}
-	if g.CreatedAt.IsZero() {
-		g.CreatedAt = s.clock.Now()
+	g, err := portcullis.PrepareGrant(g, s.clock.Now())
+	if err != nil {
+		return portcullis.Grant{}, err
 	}
 	g.CreatedAt = ts(g.CreatedAt)
 	if !g.ExpiresAt.IsZero() {
 		g.ExpiresAt = ts(g.ExpiresAt)
 	}
-	g.Args = nil
 	return g, nil
 }
 

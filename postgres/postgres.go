@@ -20,8 +20,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -298,15 +296,6 @@ func (s *Store) resetPool() {
 	}
 	s.log.Warn("connection lost; reconnecting")
 	s.pool.Reset()
-}
-
-// newID returns a random identifier with a prefix.
-func newID(prefix string) (string, error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("new id: %w", err)
-	}
-	return prefix + hex.EncodeToString(b[:]), nil
 }
 
 // lockKey is the advisory-lock key of a named purpose in this schema.

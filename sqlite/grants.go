@@ -3,9 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,38 +33,7 @@ func scanGrant(sc scanner) (portcullis.Grant, error) {
 
 // prepareGrant checks a grant and fills in its ID, digest and creation time.
 func (s *Store) prepareGrant(g portcullis.Grant) (portcullis.Grant, error) {
-	switch g.Kind {
-	case portcullis.GrantSession:
-	case portcullis.GrantSingle:
-		if g.ArgsDigest == "" {
-			d, err := portcullis.ArgsDigest(g.Args)
-			if err != nil {
-				return portcullis.Grant{}, err
-			}
-			g.ArgsDigest = d
-		}
-	default:
-		return portcullis.Grant{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "unknown grant kind %q (want session or single)", g.Kind)
-	}
-	if g.Tool == "" {
-		return portcullis.Grant{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "grant names no tool")
-	}
-	if g.ID == "" {
-		var b [12]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return portcullis.Grant{}, err
-		}
-		g.ID = "grt_" + hex.EncodeToString(b[:])
-	}
-	if g.CreatedAt.IsZero() {
-		g.CreatedAt = s.clock.Now()
-	}
-	g.CreatedAt = g.CreatedAt.UTC()
-	if !g.ExpiresAt.IsZero() {
-		g.ExpiresAt = g.ExpiresAt.UTC()
-	}
-	g.Args = nil
-	return g, nil
+	return portcullis.PrepareGrant(g, s.clock.Now())
 }
 
 func insertGrant(ctx context.Context, t *tx, g portcullis.Grant) error {
