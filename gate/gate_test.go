@@ -210,6 +210,13 @@ func TestConfirmCreatesApprovalRequest(t *testing.T) {
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Fatalf("approval mismatch (-want +got):\n%s", diff)
 	}
+	// People watching are told, with the approval's id.
+	human := &humanChannel{}
+	gn := mustGate(t, grantsPolicy, gate.WithStore(st), gate.WithClock(clock), gate.WithNotifier(human))
+	dn := decide(t, gn, call)
+	if n := human.last(t); n.Kind != portcullis.NoticeApproval || n.ChallengeID != dn.ChallengeID || n.Tool != "create_element" || n.Code != "" {
+		t.Fatalf("approval notice = %+v; want one naming approval %s, without a code", n, dn.ChallengeID)
+	}
 	// Two decisions never share an approval id or a decision id.
 	d2 := decide(t, g, call)
 	if d2.ChallengeID == d.ChallengeID || d2.DecisionID == d.DecisionID {

@@ -297,6 +297,12 @@ func (e *eval) confirmation(ctx context.Context) {
 				return
 			}
 			e.d.ChallengeID = id
+			if e.g.notifier != nil {
+				e.g.notify(ctx, portcullis.Notice{
+					Kind: portcullis.NoticeApproval, Agent: e.c.Agent, Session: e.c.Session, Tool: e.canonical,
+					DecisionID: e.d.DecisionID, ChallengeID: id, Reason: a.Reason, ExpiresAt: a.ExpiresAt,
+				})
+			}
 		}
 	}
 	what := "a person's confirmation of this exact call"
