@@ -136,5 +136,5 @@ func BenchmarkDecideAutonomous(b *testing.B) {
 	p := benchPolicy(200)
 	p.Elements = append(p.Elements, portcullis.Element{Name: "bot", Type: portcullis.Agent, Active: true,
 		Autonomy: &portcullis.Autonomy{RiskTolerance: portcullis.Aggressive, MaxAutonomousSteps: 0, RequiresApproval: []string{"*production*", "*delete*"}}})
-	benchDecide(b, p, portcullis.Call{Tool: "edit_element", Session: "s1", Agent: "bot", Args: map[string]any{"name": "x"}, Run: &portcullis.Run{ID: "r1", Step: 3}}, portcullis.OutcomeAllow)
+	benchDecide(b, p, portcullis.Call{Tool: "edit_element", Session: "s1", Agent: "bot", Args: map[string]any{"name": "x"}, Run: &portcullis.Run{ID: "r1"}}, portcullis.OutcomeAllow)
 }

@@ -42,6 +42,7 @@ type Gate struct {
 	home        string
 	validator   portcullis.Validator
 	notifier    portcullis.Notifier
+	trusted     bool
 	log         *slog.Logger
 
 	idPrefix string
@@ -73,6 +74,15 @@ func WithRandom(r io.Reader) Option { return func(g *Gate) { g.rand = r } }
 func WithProtectedPaths(paths ...string) Option {
 	return func(g *Gate) { g.protected = append(g.protected, paths...) }
 }
+
+// WithRequestOverrides lets requests replace what the gate would otherwise
+// know: the active elements (`activeElements`), existing grants (`grants`),
+// and the run state (`run` step, previous outcome, risk score, next-action
+// hint, trigger). DESIGN.md keeps these for testing and explaining; only a
+// trusted caller may use them (`portcullis decide`, `explain`, `policy
+// test`). Without this option they are ignored, so an agent cannot drop a
+// restrictive element, approve itself, or claim a harmless step.
+func WithRequestOverrides() Option { return func(g *Gate) { g.trusted = true } }
 
 // WithNotifier sets where people are told of blocks (with their codes)
 // and of calls waiting for approval. It must be a human channel.
@@ -177,6 +187,9 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 	if err := c.Validate(); err != nil {
 		e.failClosed("request", err)
 		return e.d, err
+	}
+	if !g.trusted {
+		e.c = untrusted(c)
 	}
 	if err := ctx.Err(); err != nil {
 		e.failClosed("request", err)
@@ -384,4 +397,18 @@ func outcomeVerb(o portcullis.Outcome) string {
 		return "stop the agent"
 	}
 	return "deny it"
+}
+
+// untrusted returns the call without the fields only a trusted caller may
+// set; the run keeps its identity, so its state comes from the store.
+func untrusted(c *portcullis.Call) *portcullis.Call {
+	if c.ActiveElements == nil && c.Grants == nil && (c.Run == nil || *c.Run == (portcullis.Run{ID: c.Run.ID})) {
+		return c
+	}
+	u := *c
+	u.ActiveElements, u.Grants = nil, nil
+	if c.Run != nil {
+		u.Run = &portcullis.Run{ID: c.Run.ID}
+	}
+	return &u
 }

@@ -34,7 +34,7 @@ func TestCases(t *testing.T) {
 		if err != nil {
 			t.Fatalf("LoadTests(%s): %v", file, err)
 		}
-		g, err := gate.New(tf.Policy)
+		g, err := gate.New(tf.Policy, gate.WithRequestOverrides())
 		if err != nil {
 			t.Fatalf("gate.New(%s): %v", file, err)
 		}
@@ -78,7 +78,9 @@ func mustGate(t testing.TB, src string, opts ...gate.Option) *gate.Gate {
 	if err != nil {
 		t.Fatalf("policy.Parse: %v", err)
 	}
-	g, err := gate.New(pol, opts...)
+	// Tests drive the gate as a trusted caller does: the request may carry
+	// grants, active elements and run state.
+	g, err := gate.New(pol, append([]gate.Option{gate.WithRequestOverrides()}, opts...)...)
 	if err != nil {
 		t.Fatalf("gate.New: %v", err)
 	}
@@ -493,5 +495,58 @@ func TestDecisionJSONHasEveryContractField(t *testing.T) {
 		if got := tr[i].(map[string]any)["stage"]; got != stage {
 			t.Errorf("trace[%d].stage = %v; want %s", i, got, stage)
 		}
+	}
+}
+
+// TestUntrustedRequestsCannotOverride: without WithRequestOverrides, the
+// request cannot drop a restrictive element, carry its own grant, or claim
+// a harmless run state.
+func TestUntrustedRequestsCannotOverride(t *testing.T) {
+	src := `
+version: 1
+tools:
+  delete_element: {endpoint: DELETE}
+  edit_element: {endpoint: UPDATE}
+  list_elements: {endpoint: READ}
+migrations:
+  - name: m
+    paths: [/x]
+elements:
+  - name: Guard
+    type: persona
+    gatekeeper: {deny: [delete_element]}
+  - name: bot
+    type: agent
+    autonomy: {maxAutonomousSteps: 2}
+`
+	pol, _, err := policy.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(nil)
+	g, err := gate.New(pol, gate.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(t, g, portcullis.Call{Tool: "delete_element", ActiveElements: []string{}}); d.Code != portcullis.CodeElementPolicyViolation {
+		t.Fatalf("activeElements: [] from an untrusted caller = %s; want Guard's deny to stand", d.Code)
+	}
+	if d := decide(t, g, portcullis.Call{Tool: "edit_element", Session: "s", Grants: []portcullis.Grant{{Tool: "edit_element", Kind: portcullis.GrantSingle}}}); d.Outcome != portcullis.OutcomeConfirm {
+		t.Fatalf("a grant in an untrusted request = %s; want confirm", d.Outcome)
+	}
+	// Two steps of the run are counted by the store; a request claiming
+	// step 0 every time does not reset the budget.
+	run := portcullis.Call{Tool: "list_elements", Agent: "bot", Run: &portcullis.Run{ID: "r", Step: 0, RiskScore: new(float64)}}
+	for range 2 {
+		if d := decide(t, g, run); d.Outcome != portcullis.OutcomeAllow {
+			t.Fatalf("step within budget = %s", d.Outcome)
+		}
+	}
+	if d := decide(t, g, run); d.Code != portcullis.CodeAutonomyPause {
+		t.Fatalf("third step of a 2-step budget = %s/%s; want AUTONOMY_PAUSE", d.Outcome, d.Code)
+	}
+	// The caller's call is not modified.
+	if run.Run.RiskScore == nil {
+		t.Fatal("the caller's run was modified")
 	}
 }

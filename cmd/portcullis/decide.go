@@ -25,6 +25,9 @@ func loadGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, e
 	if home, err := os.UserHomeDir(); err == nil {
 		opts = append(opts, gate.WithHomeDir(home))
 	}
+	// decide and explain are the tools for testing and explaining: their
+	// requests may carry grants, active elements and run state.
+	opts = append(opts, gate.WithRequestOverrides())
 	pol, warnings, err := policy.Load(path)
 	if err != nil {
 		return nil, &exitError{code: 2, msg: err.Error()}

@@ -103,7 +103,7 @@ func caseGates(pol *portcullis.Policy) (map[string]portcullis.Decider, error) {
 		policy.ValidatorDeny:        standIn{portcullis.Verdict{Confidence: 1, Reasoning: "stand-in verdict of the test file: deny", WhatWouldAuthorize: "what the validator would ask for"}},
 		policy.ValidatorUnavailable: standIn{portcullis.Verdict{FailClosed: true, Reasoning: "stand-in verdict of the test file: the validator is unavailable"}},
 	} {
-		var opts []gate.Option
+		opts := []gate.Option{gate.WithRequestOverrides()}
 		if v != nil {
 			opts = append(opts, gate.WithValidator(v))
 		}
