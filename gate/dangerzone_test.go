@@ -67,6 +67,9 @@ func TestBlockedAgentIsStopped(t *testing.T) {
 	}
 	for _, tool := range []string{"list_elements", "verify_challenge", "unknown"} {
 		d := decide(t, f.g, portcullis.Call{Tool: tool, Agent: "deploy-bot"})
+		if d.Tool != tool {
+			t.Errorf("stopped decision names tool %q; want %q", d.Tool, tool)
+		}
 		if d.Outcome != portcullis.OutcomeStop || d.Code != portcullis.CodeDangerZone || d.Source != portcullis.SourceDangerZone || d.ChallengeID != id {
 			t.Fatalf("Decide(%s by blocked agent) = %s/%s/%s challenge %q; want stop/DANGER_ZONE/danger_zone with %s", tool, d.Outcome, d.Code, d.Source, d.ChallengeID, id)
 		}

@@ -197,9 +197,14 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 	}
 	e.d.Trace = make([]portcullis.TraceEntry, 0, 8)
 
+	e.r = e.pol.routes[c.Tool] // looked up once; the route stage uses it
+	e.canonical = c.Tool
+	if e.r != nil {
+		e.canonical = e.r.name
+	}
 	mode, modeOf := e.pol.pol.Mode, "policy"
-	if r := e.pol.routes[c.Tool]; r != nil && r.mode != "" {
-		mode, modeOf = r.mode, "tool"
+	if e.r != nil && e.r.mode != "" {
+		mode, modeOf = e.r.mode, "tool"
 	}
 	switch mode {
 	case portcullis.ModeOff:
@@ -350,9 +355,6 @@ func (e *eval) failClosed(stage string, err error) {
 	e.level = portcullis.Deny
 	e.d.Code = portcullis.CodeFailClosed
 	e.d.FailClosed = true
-	if portcullis.ErrorCode(err) == portcullis.CodeInvalidRequest {
-		e.d.Code = portcullis.CodeInvalidRequest
-	}
 	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: "failed closed: " + err.Error(), Level: portcullis.Deny})
 	e.d.WhatWouldAuthorize = ""
 	e.d.ChallengeID = ""

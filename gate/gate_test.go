@@ -368,8 +368,8 @@ func TestInvalidRequestsFailClosed(t *testing.T) {
 			if portcullis.ErrorCode(err) != portcullis.CodeInvalidRequest {
 				t.Errorf("error code = %q; want INVALID_REQUEST", portcullis.ErrorCode(err))
 			}
-			if d.Outcome != portcullis.OutcomeDeny || !d.FailClosed {
-				t.Fatalf("Decide = %s failClosed=%v; want a fail-closed deny", d.Outcome, d.FailClosed)
+			if d.Outcome != portcullis.OutcomeDeny || !d.FailClosed || d.Code != portcullis.CodeFailClosed {
+				t.Fatalf("Decide = %s/%s failClosed=%v; want a fail-closed deny with a contract code", d.Outcome, d.Code, d.FailClosed)
 			}
 		})
 	}

@@ -16,7 +16,7 @@ import (
 // elevation, risk. It returns true when it ended the decision.
 func (e *eval) route() bool {
 	e.source = portcullis.SourceOperationDefault
-	r := e.pol.routes[e.c.Tool]
+	r := e.r // looked up by decide
 	if r == nil {
 		e.canonical = e.c.Tool
 		e.elevatable = false
