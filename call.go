@@ -45,6 +45,45 @@ type Call struct {
 	Run *Run `json:"run,omitempty"`
 	// Conversation is the conversation so far, for the contextual validator.
 	Conversation []Message `json:"conversation,omitempty"`
+	// Upstream is what an MCP gateway knows of the called tool from the
+	// upstream server that offers it. It is set in process by the gateway,
+	// never decoded from a request: an agent cannot describe its own tool.
+	Upstream *UpstreamTool `json:"-"`
+}
+
+// UpstreamTool is an MCP gateway's knowledge of a called tool: whether any
+// upstream offers it, its pinned MCP annotations, and whether its
+// definition changed since a person last accepted it. The route stage uses
+// it for tools the policy does not classify (DESIGN.md, stage 3).
+type UpstreamTool struct {
+	// Server names the upstream that offers the tool.
+	Server string
+	// Offered is false when no upstream offers a tool of this name: the
+	// call is denied (UNKNOWN_OPERATION) whatever the policy says.
+	Offered bool
+	// Annotated says the pinned definition carries MCP tool annotations;
+	// ReadOnly, Destructive and OpenWorld are their hints.
+	Annotated   bool
+	ReadOnly    bool
+	Destructive bool
+	OpenWorld   bool
+	// Changed says the tool's current definition differs from its pin and
+	// no person has accepted the change: the call is held at
+	// CONFIRM_SINGLE_USE.
+	Changed bool
+}
+
+// Endpoint is the endpoint the MCP annotations imply: readOnlyHint → READ,
+// destructiveHint → DELETE, otherwise UPDATE.
+func (u *UpstreamTool) Endpoint() Endpoint {
+	switch {
+	case u.ReadOnly:
+		return Read
+	case u.Destructive:
+		return Delete
+	default:
+		return Update
+	}
 }
 
 // Run describes the autonomous run a call is a step of.

@@ -44,6 +44,8 @@ type Gate struct {
 	notifier    portcullis.Notifier
 	trusted     bool
 	log         *slog.Logger
+	sessionTTL  time.Duration
+	waiters     approvalWaiters
 
 	idPrefix string
 	seq      atomic.Uint64
@@ -112,6 +114,7 @@ func New(p *portcullis.Policy, opts ...Option) (*Gate, error) {
 		clock:       portcullis.SystemClock{},
 		rand:        rand.Reader,
 		approvalTTL: 15 * time.Minute,
+		sessionTTL:  defaultSessionGrantTTL,
 		codeLife:    defaultCodeLife,
 		log:         slog.New(slog.DiscardHandler),
 	}

@@ -17,6 +17,22 @@ import (
 func (e *eval) route() bool {
 	e.source = portcullis.SourceOperationDefault
 	r := e.r // looked up by decide
+	u := e.c.Upstream
+	if u != nil && !u.Offered {
+		if r != nil {
+			e.canonical = r.name
+		}
+		e.level = portcullis.Deny
+		e.trace("route", "no upstream server offers a tool named "+quote(e.c.Tool))
+		e.d.Code = portcullis.CodeUnknownOperation
+		e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "No upstream server offers a tool named "+quote(e.c.Tool))
+		e.d.WhatWouldAuthorize = "a tool of that name offered by one of the gateway's upstream servers"
+		return true
+	}
+	if r == nil && u != nil && u.Annotated {
+		r = annotatedRoute(e.c.Tool, u)
+		e.r = r
+	}
 	if r == nil {
 		e.canonical = e.c.Tool
 		e.elevatable = false
@@ -29,7 +45,11 @@ func (e *eval) route() bool {
 			return true
 		}
 		e.level = portcullis.ConfirmSingleUse
-		e.trace("route", "unclassified: no tools entry for "+quote(e.c.Tool)+"; secure fallback CONFIRM_SINGLE_USE, never auto-approved")
+		result := "unclassified: no tools entry for " + quote(e.c.Tool) + "; secure fallback CONFIRM_SINGLE_USE, never auto-approved"
+		if u != nil && u.Changed {
+			result += "; " + changedDefinition
+		}
+		e.trace("route", result)
 		return false
 	}
 	e.r = r
@@ -40,6 +60,11 @@ func (e *eval) route() bool {
 	result := r.trace
 	if e.c.Tool != r.name {
 		result = "alias " + quote(e.c.Tool) + " of " + result
+	}
+	if u != nil && u.Changed {
+		e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
+		e.elevatable = false
+		result += "; " + changedDefinition
 	}
 	if r.shellArg != "" && e.shellCommand(r, &result) {
 		return true
@@ -64,6 +89,48 @@ func (e *eval) route() bool {
 	}
 	e.trace("route", result)
 	return false
+}
+
+// changedDefinition is the route stage's note on a tool whose definition
+// changed since it was pinned.
+const changedDefinition = "its definition changed since it was pinned: CONFIRM_SINGLE_USE, not elevatable, until a person accepts the change (portcullis tools accept)"
+
+// annotatedRoute classifies a tool the policy does not name from its pinned
+// MCP annotations: readOnlyHint → READ, destructiveHint → DELETE, otherwise
+// UPDATE, at the endpoint's default level. A tool that writes to an open
+// world (openWorldHint) gets risk external-write, which puts it in the
+// validator's default scope. A destructive tool cannot be elevated.
+func annotatedRoute(name string, u *portcullis.UpstreamTool) *route {
+	ep := u.Endpoint()
+	r := &route{
+		name:       name,
+		endpoint:   ep,
+		base:       ep.DefaultLevel(),
+		elevatable: ep != portcullis.Delete,
+		level:      portcullis.LevelUnset,
+	}
+	if u.OpenWorld && !u.ReadOnly {
+		r.risk = portcullis.RiskExternalWrite
+	}
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteString(": ")
+	b.WriteString(string(ep))
+	b.WriteString(", base level ")
+	b.WriteString(r.base.String())
+	if !r.elevatable {
+		b.WriteString(", not elevatable")
+	}
+	if r.risk != "" {
+		b.WriteString(", risk ")
+		b.WriteString(string(r.risk))
+	}
+	b.WriteString(" (MCP annotations of upstream ")
+	b.WriteString(quote(u.Server))
+	b.WriteString(", pinned)")
+	r.trace = b.String()
+	r.quoted = quote(name)
+	return r
 }
 
 func (c *compiled) isPolicyDocument(path string) bool {
