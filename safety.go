@@ -62,6 +62,10 @@ type NoticeKind string
 const (
 	NoticeApproval NoticeKind = "approval" // a call waits for a person
 	NoticeBlock    NoticeKind = "block"    // an agent was stopped; Code clears it
+	// NoticeToolChange: an upstream tool's definition changed; calls to it
+	// are held until a person accepts the change. Tool names it as
+	// "upstream/tool".
+	NoticeToolChange NoticeKind = "tool-change"
 )
 
 // Notifier tells people what needs them. Implementations deliver to human
