@@ -90,7 +90,9 @@ type ApprovalFilter struct {
 	Status  ApprovalStatus
 	Session string
 	Agent   string
-	Limit   int // 0: 100
+	// DecisionID selects the request a decision made (outcome confirm).
+	DecisionID string
+	Limit      int // 0: 100
 }
 
 // ApprovalDecision is a person's answer to an approval request.

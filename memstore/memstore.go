@@ -383,7 +383,7 @@ func (s *Store) Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]p
 	var out []portcullis.Approval
 	for _, a := range s.approvals {
 		a = expire(a, now)
-		if (f.Status == "" || a.Status == f.Status) && (f.Session == "" || a.Call.Session == f.Session) && (f.Agent == "" || a.Call.Agent == f.Agent) {
+		if (f.Status == "" || a.Status == f.Status) && (f.Session == "" || a.Call.Session == f.Session) && (f.Agent == "" || a.Call.Agent == f.Agent) && (f.DecisionID == "" || a.DecisionID == f.DecisionID) {
 			out = append(out, a)
 		}
 	}

@@ -119,6 +119,9 @@ func (s *Store) Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]p
 	if f.Agent != "" {
 		where = append(where, "agent = "+arg(f.Agent))
 	}
+	if f.DecisionID != "" {
+		where = append(where, "decision_id = "+arg(f.DecisionID))
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100

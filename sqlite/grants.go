@@ -287,6 +287,10 @@ func (s *Store) Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]p
 		where = append(where, `agent = ?`)
 		args = append(args, f.Agent)
 	}
+	if f.DecisionID != "" {
+		where = append(where, `decision_id = ?`)
+		args = append(args, f.DecisionID)
+	}
 	query := selectApprovals
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)

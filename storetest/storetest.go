@@ -316,6 +316,9 @@ func testApprovals(t *testing.T, open Opener) {
 		{portcullis.ApprovalFilter{Session: "s1"}, "[apr_3 apr_1]"},
 		{portcullis.ApprovalFilter{Agent: "bot"}, "[apr_2 apr_1]"},
 		{portcullis.ApprovalFilter{Limit: 1}, "[apr_3]"},
+		{portcullis.ApprovalFilter{DecisionID: "d-apr_2"}, "[apr_2]"},
+		{portcullis.ApprovalFilter{DecisionID: "d-apr_2", Agent: "other"}, "[]"},
+		{portcullis.ApprovalFilter{DecisionID: "d-none"}, "[]"},
 		{portcullis.ApprovalFilter{Status: portcullis.ApprovalPending}, "[apr_3 apr_2 apr_1]"},
 	} {
 		if got := list(tc.f); got != tc.want {
