@@ -65,6 +65,7 @@ Usage:
   portcullis explain --policy FILE REQUEST   show which stage decided a request and why (REQUEST is JSON, or - for stdin)
   portcullis policy lint [--strict] FILE     check a policy file and print its warnings
   portcullis policy test [-v] FILE...        run policy unit-test files
+  portcullis policy diff [--json] OLD NEW    what changes between two policies: tools, elements, effective levels
   portcullis classify [--policy FILE] -- CMD classify a shell command without running it (or {"command": ...} JSON lines from stdin)
   portcullis audit tail [-n N] [-f]          the newest audit rows (and new ones as they come)
   portcullis audit query [filters]           audit rows by session, agent, tool, outcome, kind, time
@@ -78,7 +79,7 @@ Stateful commands take --state DIR (default $PORTCULLIS_STATE, else $XDG_STATE_H
 and --store URL (sqlite:///path or postgres://...; default $PORTCULLIS_STORE, else SQLite there).
 
 The policy file may also be named by $PORTCULLIS_POLICY.
-Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings), 2 bad input.
+Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings, or diff found changes), 2 bad input.
 See docs/POLICY.md for the policy file and docs/ARCHITECTURE.md for the pipeline.
 `
 

@@ -13,15 +13,17 @@ import (
 
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError("policy needs a subcommand: lint or test")
+		return usageError("policy needs a subcommand: lint, test or diff")
 	}
 	switch args[0] {
 	case "lint":
 		return runPolicyLint(args[1:], stdout, stderr)
 	case "test":
 		return runPolicyTest(ctx, args[1:], stdout, stderr)
+	case "diff":
+		return runPolicyDiff(args[1:], stdout, stderr)
 	}
-	return usageError("unknown policy subcommand %q (want lint or test)", args[0])
+	return usageError("unknown policy subcommand %q (want lint, test or diff)", args[0])
 }
 
 // runPolicyLint loads a policy and prints its warnings. Exit 0 when it
