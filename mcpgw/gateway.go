@@ -1,0 +1,421 @@
+// Package mcpgw is Portcullis's MCP gateway: an MCP server to the agent's
+// client and an MCP client of one or more upstream MCP servers, built on
+// the official Go SDK. Everything but tools/call passes through; every
+// tools/call is decided by the gate first (DESIGN.md, "Entry points").
+//
+// The same Gateway serves the stdio wrapper (`portcullis mcp -- <server>`:
+// one upstream, one client session, tool names unchanged) and the HTTP
+// gateway (`portcullis serve`: several upstreams on one Streamable HTTP
+// endpoint, tool names prefixed per upstream, agents identified by bearer
+// tokens).
+//
+// The package imports the root package and the SDK only; the engine is
+// reached through the Gate interface, which *gate.Gate satisfies.
+package mcpgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+)
+
+// Gate is what the gateway needs of the decision engine.
+type Gate interface {
+	// Decide decides a call (the one pipeline; see package gate).
+	Decide(ctx context.Context, c portcullis.Call) (portcullis.Decision, error)
+	// ToolLevel is the level the policy gives a tool before run state,
+	// validator and grants; DENY tools are hidden from tools/list.
+	ToolLevel(c portcullis.Call) portcullis.Level
+	// AwaitApproval waits for a person's answer to an approval request.
+	AwaitApproval(ctx context.Context, id string) (portcullis.Approval, error)
+	// RecordOutcome records the outcome of an autonomous run's step.
+	RecordOutcome(ctx context.Context, runID string, o portcullis.StepOutcome) error
+}
+
+// Config configures a Gateway.
+type Config struct {
+	// Gate decides every tools/call. Required.
+	Gate Gate
+	// Store keeps the tool-definition pins. Required: without pins a
+	// changed tool could not be held.
+	Store portcullis.Store
+	// Upstreams are the MCP servers behind the gateway. At least one.
+	Upstreams []Upstream
+	// Name and Version identify the gateway to its clients when it fronts
+	// several upstreams; with one upstream the upstream's own identity is
+	// mirrored.
+	Name, Version string
+	// Agent is the agent identity of sessions that carry no token (the
+	// stdio wrapper). With tokens (HTTP), the token names the agent.
+	Agent string
+	// Session is the session ID of the stdio wrapper's one client session
+	// (generated when empty). HTTP sessions use their Mcp-Session-Id.
+	Session string
+	// Wait bounds how long a call needing a person is held open (default
+	// 45 seconds, well inside common client timeouts).
+	Wait time.Duration
+	// ShowDenied lists tools whose level is DENY for the session in
+	// tools/list too; by default they are hidden. Calling them is denied
+	// either way.
+	ShowDenied bool
+	// Autonomous makes every call a step of an autonomous run whose ID is
+	// the session: the gate's autonomy stage counts steps, and the
+	// result's isError is recorded as the step's outcome.
+	Autonomous bool
+	// UserPresent tells the contextual validator that a person is at the
+	// keyboard.
+	UserPresent bool
+	// ApprovalURL, when set, gives the console page of an approval request
+	// (e.g. "http://127.0.0.1:8470/approvals/"+id). Clients that support
+	// URL-mode elicitation are sent there while a call is held.
+	ApprovalURL func(approvalID string) string
+	// CallTimeout bounds one forwarded call to an upstream (default 2
+	// minutes). A hung upstream yields an error result.
+	CallTimeout time.Duration
+	// Notifier tells people of changed tool definitions. Optional.
+	Notifier portcullis.Notifier
+	// Logger receives the gateway's logs (never stdout). Default: discard.
+	Logger *slog.Logger
+	// Clock is used for pins' timestamps (default the system clock).
+	Clock portcullis.Clock
+}
+
+// Gateway is an MCP server that gates the tools of its upstreams.
+type Gateway struct {
+	cfg    Config
+	log    *slog.Logger
+	server *mcp.Server
+	// send is the SDK's own sending handler, captured so the gateway can
+	// forward any notification an upstream sends (list changes, resource
+	// updates, log messages, progress) to its clients.
+	send mcp.MethodHandler
+
+	ups    []*upstream
+	byName map[string]*upstream
+
+	mu       sync.Mutex
+	tools    map[string]*toolEntry // by exposed name
+	sessions map[*mcp.ServerSession]*session
+	progress map[string]progressRoute // gateway token → client's
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	seq    uint64
+}
+
+// session is one client session of the gateway.
+type session struct {
+	ss    *mcp.ServerSession
+	id    string
+	agent string
+	// inflight counts calls forwarded to each upstream, so that a request
+	// an upstream makes of its client (sampling, elicitation, roots) goes
+	// to the session it is serving.
+	inflight map[*upstream]int
+}
+
+type progressRoute struct {
+	ss    *mcp.ServerSession
+	token any
+}
+
+// ErrNoUpstream is returned by New when no upstream is configured.
+var ErrNoUpstream = errors.New("mcpgw: no upstream server configured")
+
+// New starts the gateway: it connects to every upstream (a failing
+// upstream is retried in the background with backoff; its tools are
+// unavailable meanwhile), pins their tools, and builds the MCP server its
+// clients talk to. Close stops it.
+func New(ctx context.Context, cfg Config) (*Gateway, error) {
+	if cfg.Gate == nil || cfg.Store == nil {
+		return nil, errors.New("mcpgw: a gate and a store are required")
+	}
+	if len(cfg.Upstreams) == 0 {
+		return nil, ErrNoUpstream
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = 45 * time.Second
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 2 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = portcullis.SystemClock{}
+	}
+	if cfg.Name == "" {
+		cfg.Name = "portcullis"
+	}
+	g := &Gateway{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		byName:   map[string]*upstream{},
+		tools:    map[string]*toolEntry{},
+		sessions: map[*mcp.ServerSession]*session{},
+		progress: map[string]progressRoute{},
+	}
+	single := len(cfg.Upstreams) == 1
+	for i := range cfg.Upstreams {
+		u := cfg.Upstreams[i]
+		if err := u.check(); err != nil {
+			return nil, err
+		}
+		if _, dup := g.byName[u.Name]; dup {
+			return nil, fmt.Errorf("mcpgw: upstream %q is configured twice", u.Name)
+		}
+		if u.Prefix == nil && !single {
+			p := u.Name + "__"
+			u.Prefix = &p
+		}
+		up := &upstream{g: g, cfg: u, tools: map[string]*toolEntry{}}
+		g.ups = append(g.ups, up)
+		g.byName[u.Name] = up
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+
+	// Connect to every upstream before serving, so the first client's
+	// initialize sees their capabilities. A failing upstream does not
+	// stop the gateway: it is retried in the background.
+	var wg sync.WaitGroup
+	for _, up := range g.ups {
+		wg.Go(func() {
+			if err := up.connect(ctx); err != nil {
+				g.log.Warn("upstream unavailable; retrying in the background", "upstream", up.cfg.Name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		g.Close()
+		return nil, err
+	}
+	for _, up := range g.ups {
+		g.wg.Go(func() { up.supervise(g.ctx) })
+	}
+	g.wg.Go(g.watchPins)
+	g.server = g.newServer()
+	return g, nil
+}
+
+// Close disconnects from the upstreams (stopping the processes the gateway
+// started) and ends its background work.
+func (g *Gateway) Close() error {
+	g.cancel()
+	var errs []error
+	for _, up := range g.ups {
+		if err := up.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	g.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Server is the MCP server the gateway's clients talk to. Connect it to a
+// transport (Run over stdio, or a Streamable HTTP handler).
+func (g *Gateway) Server() *mcp.Server { return g.server }
+
+func (g *Gateway) newServer() *mcp.Server {
+	impl := &mcp.Implementation{Name: g.cfg.Name, Version: g.cfg.Version}
+	var instructions []string
+	if len(g.ups) == 1 {
+		if ir := g.ups[0].initResult(); ir != nil && ir.ServerInfo != nil {
+			mirrored := *ir.ServerInfo
+			impl = &mirrored
+		}
+	}
+	for _, up := range g.ups {
+		if ir := up.initResult(); ir != nil && ir.Instructions != "" {
+			instructions = append(instructions, ir.Instructions)
+		}
+	}
+	s := mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions: strings.Join(instructions, "\n\n"),
+		Logger:       g.log,
+		Capabilities: g.capabilities(),
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			g.sessionOf(req.Session, nil)
+		},
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			up, err := g.resourceUpstream(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			cs, err := up.client()
+			if err != nil {
+				return err
+			}
+			return cs.Subscribe(ctx, req.Params)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			up, err := g.resourceUpstream(req.Params.URI)
+			if err != nil {
+				return err
+			}
+			cs, err := up.client()
+			if err != nil {
+				return err
+			}
+			return cs.Unsubscribe(ctx, req.Params)
+		},
+	})
+	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		g.send = next
+		return next
+	})
+	s.AddReceivingMiddleware(g.receive)
+	return s
+}
+
+// capabilities are the upstreams' own, merged: the gateway offers what its
+// upstreams offer and nothing more. Tools are always offered (a client
+// lists them, even if none is available yet).
+func (g *Gateway) capabilities() *mcp.ServerCapabilities {
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	for _, up := range g.ups {
+		ir := up.initResult()
+		if ir == nil || ir.Capabilities == nil {
+			continue
+		}
+		c := ir.Capabilities
+		if c.Prompts != nil {
+			caps.Prompts = &mcp.PromptCapabilities{ListChanged: c.Prompts.ListChanged || (caps.Prompts != nil && caps.Prompts.ListChanged)}
+		}
+		if c.Resources != nil {
+			prev := caps.Resources
+			caps.Resources = &mcp.ResourceCapabilities{ListChanged: c.Resources.ListChanged, Subscribe: c.Resources.Subscribe}
+			if prev != nil {
+				caps.Resources.ListChanged = caps.Resources.ListChanged || prev.ListChanged
+				caps.Resources.Subscribe = caps.Resources.Subscribe || prev.Subscribe
+			}
+		}
+		if c.Completions != nil {
+			caps.Completions = &mcp.CompletionCapabilities{}
+		}
+		if c.Logging != nil {
+			caps.Logging = &mcp.LoggingCapabilities{}
+		}
+		if len(c.Experimental) > 0 {
+			if caps.Experimental == nil {
+				caps.Experimental = map[string]any{}
+			}
+			maps.Copy(caps.Experimental, c.Experimental)
+		}
+	}
+	return caps
+}
+
+// sessionOf returns the gateway's state of a client session, creating it
+// on first sight. The agent comes from the token (HTTP) or the
+// configuration (stdio), never from the model.
+func (g *Gateway) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) *session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.sessions[ss]; ok {
+		if s.agent == "" && extra != nil && extra.TokenInfo != nil {
+			s.agent = extra.TokenInfo.UserID
+		}
+		return s
+	}
+	s := &session{ss: ss, id: ss.ID(), agent: g.cfg.Agent, inflight: map[*upstream]int{}}
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		s.agent = extra.TokenInfo.UserID
+	}
+	if s.id == "" {
+		s.id = g.cfg.Session
+	}
+	if s.id == "" {
+		g.seq++
+		s.id = fmt.Sprintf("mcp-%d-%d", time.Now().UnixNano(), g.seq)
+	}
+	g.sessions[ss] = s
+	g.wg.Go(func() {
+		_ = ss.Wait()
+		g.mu.Lock()
+		delete(g.sessions, ss)
+		for k, r := range g.progress {
+			if r.ss == ss {
+				delete(g.progress, k)
+			}
+		}
+		g.mu.Unlock()
+	})
+	return s
+}
+
+// ownerOf is the client session an upstream's request (sampling,
+// elicitation, roots) belongs to: the only session with a call in flight
+// to that upstream, or with one client session, that session.
+func (g *Gateway) ownerOf(up *upstream) (*mcp.ServerSession, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var owner *mcp.ServerSession
+	n := 0
+	for ss, s := range g.sessions {
+		if s.inflight[up] > 0 {
+			owner, n = ss, n+1
+		}
+	}
+	if n == 1 {
+		return owner, nil
+	}
+	if n == 0 && len(g.sessions) == 1 {
+		for ss := range g.sessions {
+			return ss, nil
+		}
+	}
+	return nil, fmt.Errorf("upstream %q asked its client for something, but the gateway cannot tell which of its %d client sessions it serves", up.cfg.Name, len(g.sessions))
+}
+
+// broadcast sends a notification to client sessions: to every session, or
+// to those with a call in flight to up when the notification concerns one
+// session's work (logs).
+func (g *Gateway) broadcast(ctx context.Context, method string, mk func(*mcp.ServerSession) mcp.Request, only *upstream) {
+	g.mu.Lock()
+	var targets []*mcp.ServerSession
+	for ss, s := range g.sessions {
+		if only == nil || s.inflight[only] > 0 || len(g.sessions) == 1 {
+			targets = append(targets, ss)
+		}
+	}
+	g.mu.Unlock()
+	for _, ss := range targets {
+		if _, err := g.send(ctx, method, mk(ss)); err != nil {
+			g.log.Debug("forward notification", "method", method, "session", ss.ID(), "err", err)
+		}
+	}
+}
+
+// Tools lists the tools the gateway offers, by exposed name, with their
+// upstream and pin state: what `portcullis tools` shows.
+func (g *Gateway) Tools() []ToolState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]ToolState, 0, len(g.tools))
+	for _, t := range g.tools {
+		out = append(out, ToolState{Name: t.exposed, Upstream: t.up.cfg.Name, Tool: t.name, Changed: t.info.Changed})
+	}
+	slices.SortFunc(out, func(a, b ToolState) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ToolState is one tool the gateway offers.
+type ToolState struct {
+	Name     string // as the client sees it
+	Upstream string
+	Tool     string // as the upstream names it
+	Changed  bool   // its definition changed and waits for a person
+}

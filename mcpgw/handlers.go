@@ -1,0 +1,515 @@
+package mcpgw
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+)
+
+// receive is the gateway's receiving middleware: it answers the methods
+// that concern the upstreams and leaves the protocol's own (initialize,
+// ping, notifications) to the SDK.
+func (g *Gateway) receive(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			return g.callTool(ctx, req.(*mcp.CallToolRequest))
+		case "tools/list":
+			return g.listTools(ctx, req.(*mcp.ListToolsRequest))
+		case "prompts/list":
+			return g.listPrompts(ctx, req.(*mcp.ListPromptsRequest))
+		case "prompts/get":
+			return g.getPrompt(ctx, req.(*mcp.GetPromptRequest))
+		case "resources/list":
+			return g.listResources(ctx, req.(*mcp.ListResourcesRequest))
+		case "resources/templates/list":
+			return g.listResourceTemplates(ctx, req.(*mcp.ListResourceTemplatesRequest))
+		case "resources/read":
+			return g.readResource(ctx, req.(*mcp.ReadResourceRequest))
+		case "completion/complete":
+			return g.complete(ctx, req.(*mcp.CompleteRequest))
+		case "logging/setLevel":
+			r := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams])
+			for _, up := range g.ups {
+				if ir := up.initResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
+					continue
+				}
+				if cs, err := up.client(); err == nil {
+					if err := cs.SetLoggingLevel(ctx, r.Params); err != nil {
+						g.log.Debug("forward logging level", "upstream", up.cfg.Name, "err", err)
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// listTools lists the tools of every upstream as pinned, without those
+// whose level is DENY for the session (unless ShowDenied).
+func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	s := g.sessionOf(req.Session, req.Extra)
+	g.mu.Lock()
+	entries := make([]*toolEntry, 0, len(g.tools))
+	for _, e := range g.tools {
+		entries = append(entries, e)
+	}
+	g.mu.Unlock()
+	slices.SortFunc(entries, func(a, b *toolEntry) int { return strings.Compare(a.exposed, b.exposed) })
+	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(entries))}
+	for _, e := range entries {
+		if !g.cfg.ShowDenied {
+			info := e.info
+			if g.cfg.Gate.ToolLevel(portcullis.Call{Tool: e.exposed, Session: s.id, Agent: s.agent, Upstream: &info}) == portcullis.Deny {
+				continue
+			}
+		}
+		res.Tools = append(res.Tools, e.shown)
+	}
+	return res, nil
+}
+
+// callTool gates a tools/call and forwards it when the gate allows it.
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s := g.sessionOf(req.Session, req.Extra)
+	p := req.Params
+	call := portcullis.Call{Tool: p.Name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent}
+	args, err := decodeArgs(p.Arguments)
+	if err != nil {
+		// Not an object: nothing to decide on. The call is refused and
+		// never reaches the upstream.
+		return errorResult(fmt.Sprintf("Portcullis refused the call to %q: its arguments are not a JSON object (%v).", p.Name, err), nil), nil
+	}
+	call.Args = args
+	if g.cfg.Autonomous {
+		call.Run = &portcullis.Run{ID: s.id}
+	}
+	g.mu.Lock()
+	e := g.tools[p.Name]
+	g.mu.Unlock()
+	if e != nil {
+		info := e.info
+		call.Upstream = &info
+	} else {
+		call.Upstream = &portcullis.UpstreamTool{}
+	}
+	d, err := g.cfg.Gate.Decide(ctx, call)
+	if err != nil && d.Outcome == "" {
+		d.Outcome, d.FailClosed = portcullis.OutcomeDeny, true
+	}
+	switch d.Outcome {
+	case portcullis.OutcomeAllow:
+		if e == nil {
+			// The gate let through a tool no upstream offers (mode off):
+			// there is nothing to forward to.
+			return errorResult(fmt.Sprintf("No upstream server offers a tool named %q.", p.Name), &d), nil
+		}
+		return g.forward(ctx, s, e, p, call)
+	case portcullis.OutcomeConfirm:
+		if e == nil || d.ChallengeID == "" {
+			return denyResult(d), nil
+		}
+		return g.hold(ctx, req, s, e, call, d)
+	default:
+		return denyResult(d), nil
+	}
+}
+
+// decodeArgs decodes a call's arguments, keeping numbers exact. Absent or
+// null arguments are an empty object.
+func decodeArgs(raw json.RawMessage) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var args map[string]any
+	if err := dec.Decode(&args); err != nil {
+		return nil, err
+	}
+	if args == nil {
+		return nil, errors.New("null")
+	}
+	return args, nil
+}
+
+// forward sends an allowed call to its upstream and records the result's
+// isError as the outcome of the run's step.
+func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.CallToolParamsRaw, call portcullis.Call) (*mcp.CallToolResult, error) {
+	cs, err := e.up.client()
+	if err != nil {
+		return errorResult(fmt.Sprintf("The call to %q was allowed, but %v. Try again shortly.", p.Name, err), nil), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: e.name, Arguments: p.Arguments}
+	if len(p.Arguments) == 0 {
+		params.Arguments = map[string]any{}
+	}
+	if len(p.Meta) > 0 {
+		params.Meta = copyMeta(p.Meta)
+		if tok, ok := p.Meta["progressToken"]; ok && tok != nil {
+			params.Meta["progressToken"] = g.routeProgress(s.ss, tok)
+			defer g.dropProgress(params.Meta["progressToken"].(string))
+		}
+	}
+	g.mu.Lock()
+	s.inflight[e.up]++
+	g.mu.Unlock()
+	res, err := cs.CallTool(ctx, params)
+	g.mu.Lock()
+	s.inflight[e.up]--
+	g.mu.Unlock()
+	outcome := portcullis.StepSuccess
+	switch {
+	case err != nil:
+		outcome = portcullis.StepFailure
+	case res.IsError:
+		outcome = portcullis.StepFailure
+	}
+	if call.Run != nil {
+		if rerr := g.cfg.Gate.RecordOutcome(context.WithoutCancel(ctx), call.Run.ID, outcome); rerr != nil {
+			g.log.Warn("record step outcome", "session", s.id, "err", rerr)
+		}
+	}
+	if err != nil {
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			return nil, err // the upstream's own protocol error, passed on
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			return errorResult(fmt.Sprintf("Upstream %q did not answer the call to %q within %s.", e.up.cfg.Name, p.Name, g.cfg.CallTimeout), nil), nil
+		}
+		return errorResult(fmt.Sprintf("Upstream %q failed the call to %q: %v", e.up.cfg.Name, p.Name, err), nil), nil
+	}
+	return res, nil
+}
+
+func copyMeta(m mcp.Meta) mcp.Meta {
+	out := make(mcp.Meta, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+var progressSeq atomic.Uint64
+
+// routeProgress gives a client's progress token a gateway-wide unique one
+// for the upstream, so progress from a shared upstream reaches the right
+// client with the client's own token.
+func (g *Gateway) routeProgress(ss *mcp.ServerSession, tok any) string {
+	id := "portcullis-" + strconv.FormatUint(progressSeq.Add(1), 36)
+	g.mu.Lock()
+	g.progress[id] = progressRoute{ss: ss, token: tok}
+	g.mu.Unlock()
+	return id
+}
+
+// progressLinger is how long a progress route outlives its call: the SDK
+// may deliver an upstream's last notifications after the call's result.
+const progressLinger = 2 * time.Second
+
+func (g *Gateway) dropProgress(id string) {
+	time.AfterFunc(progressLinger, func() {
+		g.mu.Lock()
+		delete(g.progress, id)
+		g.mu.Unlock()
+	})
+}
+
+func (g *Gateway) forwardProgress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	id, _ := p.ProgressToken.(string)
+	g.mu.Lock()
+	r, ok := g.progress[id]
+	g.mu.Unlock()
+	if !ok {
+		return
+	}
+	fwd := *p
+	fwd.ProgressToken = r.token
+	if err := r.ss.NotifyProgress(ctx, &fwd); err != nil {
+		g.log.Debug("forward progress", "err", err)
+	}
+}
+
+// errorResult is a tool result with isError set: the model reads text; a
+// program reads the decision in structuredContent.
+func errorResult(text string, d *portcullis.Decision) *mcp.CallToolResult {
+	r := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	if d != nil {
+		if b, err := json.Marshal(d); err == nil {
+			r.StructuredContent = json.RawMessage(b)
+		}
+	}
+	return r
+}
+
+// denyResult tells the model what was refused, why, and what would
+// authorize it. It never carries a verification code: decisions have none.
+func denyResult(d portcullis.Decision) *mcp.CallToolResult {
+	var b strings.Builder
+	switch d.Outcome {
+	case portcullis.OutcomeStop:
+		b.WriteString("Portcullis stopped the call to ")
+	case portcullis.OutcomeConfirm:
+		b.WriteString("Portcullis could not ask a person to confirm the call to ")
+	default:
+		b.WriteString("Portcullis denied the call to ")
+	}
+	b.WriteString(strconv.Quote(d.Tool))
+	b.WriteString(": ")
+	b.WriteString(d.Reason)
+	if d.Code != "" {
+		b.WriteString(" [")
+		b.WriteString(string(d.Code))
+		b.WriteString("]")
+	}
+	if d.Code == portcullis.CodeDangerZone && d.ChallengeID != "" {
+		b.WriteString(". The agent is blocked (challenge ")
+		b.WriteString(d.ChallengeID)
+		b.WriteString("): a person must clear the block out of band; retrying will not help")
+	} else if d.Outcome == portcullis.OutcomeStop {
+		b.WriteString(". Wait for the user before trying again")
+	}
+	if d.WhatWouldAuthorize != "" {
+		b.WriteString(". What would authorize it: ")
+		b.WriteString(d.WhatWouldAuthorize)
+	}
+	b.WriteString(".")
+	return errorResult(b.String(), &d)
+}
+
+// cursor pages through several upstreams' lists: the index of the
+// upstream and that upstream's own cursor.
+type cursor struct {
+	I int    `json:"i"`
+	C string `json:"c,omitempty"`
+}
+
+func decodeCursor(s string) (cursor, error) {
+	if s == "" {
+		return cursor{}, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, invalidParams("invalid cursor")
+	}
+	var c cursor
+	if err := json.Unmarshal(b, &c); err != nil || c.I < 0 {
+		return cursor{}, invalidParams("invalid cursor")
+	}
+	return c, nil
+}
+
+func (c cursor) String() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func invalidParams(msg string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+}
+
+// page walks the upstreams offering a capability from a cursor, returning
+// one upstream's page and the cursor of the next.
+func (g *Gateway) page(ctx context.Context, raw string, has func(*mcp.ServerCapabilities) bool, list func(*upstream, *mcp.ClientSession, string) (string, error)) (string, error) {
+	c, err := decodeCursor(raw)
+	if err != nil {
+		return "", err
+	}
+	for i := c.I; i < len(g.ups); i++ {
+		up := g.ups[i]
+		ir := up.initResult()
+		if ir == nil || ir.Capabilities == nil || !has(ir.Capabilities) {
+			continue
+		}
+		cs, err := up.client()
+		if err != nil {
+			if len(g.ups) == 1 {
+				return "", err
+			}
+			continue // an unavailable upstream's entries are left out
+		}
+		in := ""
+		if i == c.I {
+			in = c.C
+		}
+		next, err := list(up, cs, in)
+		if err != nil {
+			return "", err
+		}
+		if next != "" {
+			return cursor{I: i, C: next}.String(), nil
+		}
+		if i+1 < len(g.ups) {
+			return cursor{I: i + 1}.String(), nil
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
+func hasPrompts(c *mcp.ServerCapabilities) bool   { return c.Prompts != nil }
+func hasResources(c *mcp.ServerCapabilities) bool { return c.Resources != nil }
+
+func (g *Gateway) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
+	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	next, err := g.page(ctx, req.Params.Cursor, hasPrompts, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
+		r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
+		if err != nil {
+			return "", err
+		}
+		for _, p := range r.Prompts {
+			cp := *p
+			cp.Name = up.prefix() + p.Name
+			res.Prompts = append(res.Prompts, &cp)
+		}
+		return r.NextCursor, nil
+	})
+	res.NextCursor = next
+	return res, err
+}
+
+// byPrefix finds the upstream of a prefixed name (a prompt, a completion
+// reference) and the upstream's own name for it.
+func (g *Gateway) byPrefix(name string, has func(*mcp.ServerCapabilities) bool) (*upstream, string, error) {
+	var best *upstream
+	for _, up := range g.ups {
+		ir := up.initResult()
+		if ir == nil || ir.Capabilities == nil || !has(ir.Capabilities) {
+			continue
+		}
+		if p := up.prefix(); strings.HasPrefix(name, p) && (best == nil || len(p) > len(best.prefix())) {
+			best = up
+		}
+	}
+	if best == nil {
+		return nil, "", invalidParams(fmt.Sprintf("no upstream offers %q", name))
+	}
+	return best, strings.TrimPrefix(name, best.prefix()), nil
+}
+
+func (g *Gateway) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	up, name, err := g.byPrefix(req.Params.Name, hasPrompts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := up.client()
+	if err != nil {
+		return nil, err
+	}
+	p := *req.Params
+	p.Name = name
+	return cs.GetPrompt(ctx, &p)
+}
+
+func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	next, err := g.page(ctx, req.Params.Cursor, hasResources, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
+		r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: c})
+		if err != nil {
+			return "", err
+		}
+		res.Resources = append(res.Resources, r.Resources...)
+		return r.NextCursor, nil
+	})
+	res.NextCursor = next
+	return res, err
+}
+
+func (g *Gateway) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	next, err := g.page(ctx, req.Params.Cursor, hasResources, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
+		r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
+		if err != nil {
+			return "", err
+		}
+		res.ResourceTemplates = append(res.ResourceTemplates, r.ResourceTemplates...)
+		return r.NextCursor, nil
+	})
+	res.NextCursor = next
+	return res, err
+}
+
+// resourceUpstream picks the upstream of a resource URI: the only one that
+// offers resources, or the first whose read of it succeeds is decided by
+// readResource; subscriptions go to the only or first such upstream.
+func (g *Gateway) resourceUpstream(uri string) (*upstream, error) {
+	for _, up := range g.ups {
+		if ir := up.initResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Resources != nil {
+			return up, nil
+		}
+	}
+	return nil, invalidParams(fmt.Sprintf("no upstream offers resource %q", uri))
+}
+
+func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	var firstErr error
+	for _, up := range g.ups {
+		ir := up.initResult()
+		if ir == nil || ir.Capabilities == nil || ir.Capabilities.Resources == nil {
+			continue
+		}
+		cs, err := up.client()
+		if err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		r, err := cs.ReadResource(ctx, req.Params)
+		if err == nil {
+			return r, nil
+		}
+		firstErr = cmpErr(firstErr, err)
+	}
+	if firstErr == nil {
+		firstErr = mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	return nil, firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := *req.Params
+	if p.Ref == nil {
+		return nil, invalidParams("completion without a reference")
+	}
+	ref := *p.Ref
+	var up *upstream
+	var err error
+	if ref.Type == "ref/prompt" {
+		up, ref.Name, err = g.byPrefix(ref.Name, hasPrompts)
+	} else {
+		up, err = g.resourceUpstream(ref.URI)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cs, err := up.client()
+	if err != nil {
+		return nil, err
+	}
+	p.Ref = &ref
+	return cs.Complete(ctx, &p)
+}

@@ -1,0 +1,111 @@
+package mcpgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+)
+
+// progressEvery is how often a held call tells a client that sent a
+// progress token that it is still waiting.
+const progressEvery = 5 * time.Second
+
+// hold keeps a call that needs a person open while the people are asked
+// (the gate has already recorded the approval request and notified them):
+// up to Config.Wait, with progress notifications when the client asked for
+// them and, where the client supports URL-mode elicitation, a link to the
+// console's approval page. Approved: the call is decided again (the grant
+// the approval recorded satisfies it) and forwarded when allowed. Denied,
+// expired or timed out: an error result.
+func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session, e *toolEntry, call portcullis.Call, d portcullis.Decision) (*mcp.CallToolResult, error) {
+	id := d.ChallengeID
+	wctx, cancel := context.WithTimeout(ctx, g.cfg.Wait)
+	defer cancel()
+	g.log.Info("call held for a person", "tool", call.Tool, "session", s.id, "agent", s.agent, "approval", id)
+
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		go g.heartbeat(wctx, s.ss, tok, id)
+	}
+	if g.cfg.ApprovalURL != nil && supportsURLElicitation(s.ss) {
+		go func() {
+			// The answer is not an approval: the person approves in the
+			// console, on a channel the agent cannot reach. Accept or
+			// decline only says whether the link was opened.
+			_, err := s.ss.Elicit(wctx, &mcp.ElicitParams{
+				Mode:          "url",
+				Message:       fmt.Sprintf("Portcullis holds the call to %q until a person approves it.", call.Tool),
+				URL:           g.cfg.ApprovalURL(id),
+				ElicitationID: id,
+			})
+			if err != nil && wctx.Err() == nil {
+				g.log.Debug("url elicitation", "approval", id, "err", err)
+			}
+		}()
+	}
+
+	a, err := g.cfg.Gate.AwaitApproval(wctx, id)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return errorResult(fmt.Sprintf("No person answered approval request %s for the call to %q within %s. The request stays open until %s; if a person approves it, calling again with the same arguments will pass.", id, call.Tool, g.cfg.Wait, a.ExpiresAt.UTC().Format(time.RFC3339)), &d), nil
+	case ctx.Err() != nil:
+		g.log.Info("held call cancelled by the client", "tool", call.Tool, "session", s.id, "approval", id)
+		return nil, ctx.Err()
+	case err != nil:
+		d.Outcome, d.FailClosed = portcullis.OutcomeDeny, true
+		d.Reason = "the approval request could not be read: " + err.Error()
+		return denyResult(d), nil
+	}
+	switch a.Status {
+	case portcullis.ApprovalApproved:
+		d2, err := g.cfg.Gate.Decide(ctx, call)
+		if err != nil && d2.Outcome == "" {
+			d2.Outcome, d2.FailClosed = portcullis.OutcomeDeny, true
+		}
+		if d2.Outcome != portcullis.OutcomeAllow {
+			return denyResult(d2), nil
+		}
+		return g.forward(ctx, s, e, req.Params, call)
+	case portcullis.ApprovalDenied:
+		text := fmt.Sprintf("A person denied the call to %q (approval %s)", call.Tool, id)
+		if a.DenyReason != "" {
+			text += ": " + a.DenyReason
+		}
+		d.Outcome, d.Reason = portcullis.OutcomeDeny, text
+		return errorResult(text+". Do not retry it unchanged.", &d), nil
+	default:
+		d.Outcome = portcullis.OutcomeDeny
+		return errorResult(fmt.Sprintf("Approval request %s for the call to %q %s before a person answered.", id, call.Tool, a.Status), &d), nil
+	}
+}
+
+func (g *Gateway) heartbeat(ctx context.Context, ss *mcp.ServerSession, tok any, id string) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	start := time.Now()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		waited := time.Since(start).Round(time.Second)
+		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: tok,
+			Progress:      float64(n),
+			Message:       fmt.Sprintf("waiting for a person to answer approval request %s (%s so far)", id, waited),
+		})
+		if err != nil {
+			return
+		}
+	}
+}
+
+func supportsURLElicitation(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
+}

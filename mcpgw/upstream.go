@@ -1,0 +1,555 @@
+package mcpgw
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+)
+
+// Upstream configures one MCP server behind the gateway: a command the
+// gateway starts and talks to over stdio, or a Streamable HTTP URL.
+type Upstream struct {
+	// Name identifies the upstream in pins, logs and the audit. Required.
+	Name string
+	// Prefix is put before the upstream's tool and prompt names as the
+	// client sees them. Nil: none with one upstream, Name+"__" with
+	// several. Tool names stay within what clients accept
+	// ([A-Za-z0-9_-], at most 64 characters) when the upstream's are.
+	Prefix *string
+	// Command (with its arguments) starts a stdio server; Env adds
+	// variables to the gateway's environment; Dir is its working directory.
+	Command []string
+	Env     []string
+	Dir     string
+	// URL is a Streamable HTTP server; Headers are sent with every request
+	// (e.g. its Authorization).
+	URL     string
+	Headers map[string]string
+	// Transport, when set, connects to the upstream instead (tests, and
+	// embedding a Go server in process).
+	Transport func(ctx context.Context) (mcp.Transport, error)
+}
+
+func (u *Upstream) check() error {
+	n := 0
+	if len(u.Command) > 0 {
+		n++
+	}
+	if u.URL != "" {
+		n++
+	}
+	if u.Transport != nil {
+		n++
+	}
+	switch {
+	case u.Name == "":
+		return errors.New("mcpgw: an upstream has no name")
+	case n == 0:
+		return fmt.Errorf("mcpgw: upstream %q has neither a command nor a url", u.Name)
+	case n > 1:
+		return fmt.Errorf("mcpgw: upstream %q has more than one of command, url and transport", u.Name)
+	}
+	return nil
+}
+
+func (u *Upstream) transport(ctx context.Context) (mcp.Transport, error) {
+	switch {
+	case u.Transport != nil:
+		return u.Transport(ctx)
+	case u.URL != "":
+		client := http.DefaultClient
+		if len(u.Headers) > 0 {
+			client = &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: u.Headers}}
+		}
+		return &mcp.StreamableClientTransport{Endpoint: u.URL, HTTPClient: client}, nil
+	default:
+		// The process is not bound to ctx: it lives until the gateway
+		// closes the session (or it dies and is restarted).
+		cmd := exec.Command(u.Command[0], u.Command[1:]...)
+		cmd.Env = append(os.Environ(), u.Env...)
+		cmd.Dir = u.Dir
+		cmd.Stderr = os.Stderr // the upstream's logs join ours; never stdout
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// upstream is the gateway's connection to one upstream server.
+type upstream struct {
+	g   *Gateway
+	cfg Upstream
+
+	mu    sync.Mutex
+	cs    *mcp.ClientSession
+	ir    *mcp.InitializeResult
+	down  error                 // why the upstream is unavailable; nil when connected
+	tools map[string]*toolEntry // by upstream name
+	// uris maps resource URIs the upstream listed to it.
+	restarts int
+	closed   bool
+}
+
+// toolEntry is one upstream tool as the gateway offers it.
+type toolEntry struct {
+	up      *upstream
+	name    string // the upstream's
+	exposed string // the client's
+	// shown is the definition clients see: the pinned (accepted) one, so a
+	// changed description cannot reach the model before a person accepts
+	// it, renamed to the exposed name.
+	shown *mcp.Tool
+	info  portcullis.UpstreamTool
+}
+
+var errUpstreamDown = errors.New("upstream unavailable")
+
+func (u *upstream) client() (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.cs == nil {
+		why := u.down
+		if why == nil {
+			why = errUpstreamDown
+		}
+		return nil, fmt.Errorf("upstream %q is unavailable: %w", u.cfg.Name, why)
+	}
+	return u.cs, nil
+}
+
+func (u *upstream) initResult() *mcp.InitializeResult {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ir
+}
+
+func (u *upstream) prefix() string {
+	if u.cfg.Prefix == nil {
+		return ""
+	}
+	return *u.cfg.Prefix
+}
+
+// connectTimeout bounds connecting to an upstream and listing its tools.
+const connectTimeout = 30 * time.Second
+
+// connect starts (or reaches) the upstream, initializes a session and
+// syncs its tools.
+func (u *upstream) connect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	t, err := u.cfg.transport(ctx)
+	if err != nil {
+		u.setDown(err)
+		return err
+	}
+	cs, err := u.newClient().Connect(ctx, t, nil)
+	if err != nil {
+		u.setDown(err)
+		return fmt.Errorf("connect to upstream %q: %w", u.cfg.Name, err)
+	}
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		cs.Close()
+		return errors.New("gateway closed")
+	}
+	u.cs, u.ir, u.down = cs, cs.InitializeResult(), nil
+	u.mu.Unlock()
+	if err := u.syncTools(ctx); err != nil {
+		u.g.log.Warn("list upstream tools", "upstream", u.cfg.Name, "err", err)
+	}
+	u.g.log.Info("upstream connected", "upstream", u.cfg.Name)
+	return nil
+}
+
+func (u *upstream) setDown(err error) {
+	u.mu.Lock()
+	u.down = err
+	u.mu.Unlock()
+}
+
+func (u *upstream) close() error {
+	u.mu.Lock()
+	u.closed = true
+	cs := u.cs
+	u.cs = nil
+	u.mu.Unlock()
+	if cs != nil {
+		return cs.Close()
+	}
+	return nil
+}
+
+// supervise restarts the upstream whenever its session ends, with
+// exponential backoff (0.5 s doubling to 30 s, reset after a minute of
+// health). While it is down its tools' calls get error results.
+func (u *upstream) supervise(ctx context.Context) {
+	backoff := 500 * time.Millisecond
+	for {
+		u.mu.Lock()
+		cs := u.cs
+		u.mu.Unlock()
+		if cs != nil {
+			start := time.Now()
+			err := cs.Wait()
+			if ctx.Err() != nil {
+				return
+			}
+			u.mu.Lock()
+			if u.cs == cs {
+				u.cs = nil
+				u.down = fmt.Errorf("its session ended: %v", orEOF(err))
+				u.restarts++
+			}
+			u.mu.Unlock()
+			u.g.log.Warn("upstream stopped; restarting", "upstream", u.cfg.Name, "err", err)
+			if time.Since(start) > time.Minute {
+				backoff = 500 * time.Millisecond
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if err := u.connect(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			u.g.log.Warn("upstream restart failed", "upstream", u.cfg.Name, "err", err, "retryIn", backoff)
+			backoff = min(backoff*2, 30*time.Second)
+		}
+	}
+}
+
+func orEOF(err error) error {
+	if err == nil {
+		return errors.New("connection closed")
+	}
+	return err
+}
+
+// newClient builds the SDK client the gateway is to this upstream. Its
+// handlers pass the upstream's notifications and requests on to the
+// gateway's clients.
+func (u *upstream) newClient() *mcp.Client {
+	g := u.g
+	c := mcp.NewClient(&mcp.Implementation{Name: "portcullis", Version: g.cfg.Version}, &mcp.ClientOptions{
+		Logger: g.log,
+		Capabilities: &mcp.ClientCapabilities{
+			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		},
+		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
+			g.wg.Go(func() {
+				ctx, cancel := context.WithTimeout(g.ctx, connectTimeout)
+				defer cancel()
+				if err := u.syncTools(ctx); err != nil {
+					g.log.Warn("re-list upstream tools", "upstream", u.cfg.Name, "err", err)
+				}
+			})
+		},
+		PromptListChangedHandler: func(ctx context.Context, _ *mcp.PromptListChangedRequest) {
+			g.broadcast(ctx, "notifications/prompts/list_changed", func(ss *mcp.ServerSession) mcp.Request {
+				return &mcp.ServerRequest[*mcp.PromptListChangedParams]{Session: ss, Params: &mcp.PromptListChangedParams{}}
+			}, nil)
+		},
+		ResourceListChangedHandler: func(ctx context.Context, _ *mcp.ResourceListChangedRequest) {
+			g.broadcast(ctx, "notifications/resources/list_changed", func(ss *mcp.ServerSession) mcp.Request {
+				return &mcp.ServerRequest[*mcp.ResourceListChangedParams]{Session: ss, Params: &mcp.ResourceListChangedParams{}}
+			}, nil)
+		},
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if err := g.server.ResourceUpdated(ctx, req.Params); err != nil {
+				g.log.Debug("forward resource update", "err", err)
+			}
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			g.broadcast(ctx, "notifications/message", func(ss *mcp.ServerSession) mcp.Request {
+				return &mcp.ServerRequest[*mcp.LoggingMessageParams]{Session: ss, Params: req.Params}
+			}, u)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			g.forwardProgress(ctx, req.Params)
+		},
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			ss, err := g.ownerOf(u)
+			if err != nil {
+				return nil, err
+			}
+			return ss.CreateMessage(ctx, req.Params)
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			ss, err := g.ownerOf(u)
+			if err != nil {
+				return nil, err
+			}
+			return ss.Elicit(ctx, req.Params)
+		},
+		ElicitationCompleteHandler: func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			if ss, err := g.ownerOf(u); err == nil {
+				_ = ss.NotifyElicitationComplete(ctx, req.Params)
+			}
+		},
+	})
+	// roots/list is answered by the SDK from the client's own roots; the
+	// gateway asks its client instead.
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "roots/list" {
+				return next(ctx, method, req)
+			}
+			ss, err := g.ownerOf(u)
+			if err != nil {
+				return nil, err
+			}
+			return ss.ListRoots(ctx, &mcp.ListRootsParams{})
+		}
+	})
+	return c
+}
+
+// syncTools lists the upstream's tools, pins each on first sight, marks
+// those whose definition differs from the pin, and tells clients when the
+// list they see changed.
+func (u *upstream) syncTools(ctx context.Context) error {
+	cs, err := u.client()
+	if err != nil {
+		return err
+	}
+	if ir := u.initResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools == nil {
+		return nil
+	}
+	fresh := map[string]*toolEntry{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		e, err := u.entry(ctx, t)
+		if err != nil {
+			return err
+		}
+		fresh[t.Name] = e
+	}
+	u.g.install(u, fresh)
+	return nil
+}
+
+// definition is the part of a tool a pin covers, as canonical JSON: its
+// title, description, schemas and annotations.
+func definition(t *mcp.Tool) (json.RawMessage, string, error) {
+	def := struct {
+		Title        string               `json:"title,omitempty"`
+		Description  string               `json:"description,omitempty"`
+		InputSchema  any                  `json:"inputSchema"`
+		OutputSchema any                  `json:"outputSchema,omitempty"`
+		Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	}{t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations}
+	b, err := json.Marshal(def)
+	if err != nil {
+		return nil, "", err
+	}
+	// Re-marshal through any so that map keys are sorted whatever order
+	// the upstream sent them in.
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, "", err
+	}
+	if b, err = json.Marshal(v); err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(b)
+	return b, hex.EncodeToString(sum[:]), nil
+}
+
+// entry pins a tool (or checks it against its pin) and builds what the
+// gateway offers of it.
+func (u *upstream) entry(ctx context.Context, t *mcp.Tool) (*toolEntry, error) {
+	def, hash, err := definition(t)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	st := u.g.cfg.Store
+	pin, ok, err := st.ToolPin(ctx, u.cfg.Name, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: pin: %w", t.Name, err)
+	}
+	now := u.g.cfg.Clock.Now()
+	switch {
+	case !ok:
+		pin = portcullis.ToolPin{Upstream: u.cfg.Name, Tool: t.Name, Hash: hash, Definition: def, FirstSeen: now, UpdatedAt: now}
+		if err := st.PutToolPin(ctx, pin); err != nil {
+			return nil, fmt.Errorf("tool %q: pin: %w", t.Name, err)
+		}
+	case pin.Hash == hash:
+		if pin.PendingHash != "" {
+			// The upstream went back to the accepted definition.
+			pin.PendingHash, pin.PendingDefinition, pin.UpdatedAt = "", nil, now
+			if err := st.PutToolPin(ctx, pin); err != nil {
+				return nil, fmt.Errorf("tool %q: pin: %w", t.Name, err)
+			}
+		}
+	case pin.PendingHash != hash:
+		pin.PendingHash, pin.PendingDefinition, pin.UpdatedAt = hash, def, now
+		if err := st.PutToolPin(ctx, pin); err != nil {
+			return nil, fmt.Errorf("tool %q: pin: %w", t.Name, err)
+		}
+		u.g.log.Warn("tool definition changed; calls are held until a person accepts it", "upstream", u.cfg.Name, "tool", t.Name)
+		if n := u.g.cfg.Notifier; n != nil {
+			_ = n.Notify(ctx, portcullis.Notice{
+				Kind: portcullis.NoticeToolChange, Tool: u.cfg.Name + "/" + t.Name,
+				Reason: fmt.Sprintf("The definition of tool %q of upstream %q changed; calls to it are held at CONFIRM_SINGLE_USE until a person accepts the change (portcullis tools accept %s %s)", t.Name, u.cfg.Name, u.cfg.Name, t.Name),
+			})
+		}
+	}
+	return u.entryFromPin(t.Name, pin, t)
+}
+
+// entryFromPin builds a tool entry from its pin: the classification and
+// the definition clients see come from the accepted definition.
+func (u *upstream) entryFromPin(name string, pin portcullis.ToolPin, current *mcp.Tool) (*toolEntry, error) {
+	var shown mcp.Tool
+	if err := json.Unmarshal(pin.Definition, &shown); err != nil {
+		return nil, fmt.Errorf("tool %q: pinned definition: %w", name, err)
+	}
+	if shown.InputSchema == nil {
+		shown.InputSchema = map[string]any{"type": "object"}
+	}
+	exposed := u.prefix() + name
+	shown.Name = exposed
+	if current != nil {
+		shown.Meta, shown.Icons = current.Meta, current.Icons
+	}
+	info := portcullis.UpstreamTool{Server: u.cfg.Name, Offered: true, Changed: pin.PendingHash != ""}
+	if a := shown.Annotations; a != nil {
+		info.Annotated = true
+		info.ReadOnly = a.ReadOnlyHint
+		info.Destructive = a.DestructiveHint != nil && *a.DestructiveHint
+		info.OpenWorld = a.OpenWorldHint != nil && *a.OpenWorldHint
+	}
+	return &toolEntry{up: u, name: name, exposed: exposed, shown: &shown, info: info}, nil
+}
+
+// install replaces an upstream's tools in the gateway's table and tells
+// the clients when what they see changed.
+func (g *Gateway) install(u *upstream, fresh map[string]*toolEntry) {
+	g.mu.Lock()
+	changed := len(fresh) != len(u.tools)
+	for name, old := range u.tools {
+		nu, ok := fresh[name]
+		if !ok || nu.info != old.info || !sameShown(nu.shown, old.shown) {
+			changed = true
+		}
+		if g.tools[old.exposed] == old {
+			delete(g.tools, old.exposed)
+		}
+	}
+	for _, e := range fresh {
+		if prev, clash := g.tools[e.exposed]; clash && prev.up != u {
+			g.log.Warn("two upstreams offer a tool of the same name; the first keeps it", "tool", e.exposed, "kept", prev.up.cfg.Name, "dropped", u.cfg.Name)
+			continue
+		}
+		g.tools[e.exposed] = e
+	}
+	u.mu.Lock()
+	u.tools = fresh
+	u.mu.Unlock()
+	g.mu.Unlock()
+	if changed && g.server != nil {
+		g.broadcast(g.ctx, "notifications/tools/list_changed", func(ss *mcp.ServerSession) mcp.Request {
+			return &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: ss, Params: &mcp.ToolListChangedParams{}}
+		}, nil)
+	}
+}
+
+func sameShown(a, b *mcp.Tool) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// watchPins follows pin changes made elsewhere (a person accepting a
+// definition through the CLI or the console, another replica) and updates
+// the tools they concern.
+func (g *Gateway) watchPins() {
+	for {
+		feed, err := g.cfg.Store.Watch(g.ctx)
+		if err != nil {
+			if g.ctx.Err() != nil {
+				return
+			}
+			g.log.Warn("watch pins", "err", err)
+			select {
+			case <-g.ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+				continue
+			}
+		}
+		for c := range feed {
+			if c.Kind == portcullis.ChangePin || c.Kind == portcullis.ChangeResync {
+				g.reloadPins(c)
+			}
+		}
+		if g.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func (g *Gateway) reloadPins(c portcullis.Change) {
+	ctx, cancel := context.WithTimeout(g.ctx, connectTimeout)
+	defer cancel()
+	for _, u := range g.ups {
+		u.mu.Lock()
+		entries := make(map[string]*toolEntry, len(u.tools))
+		for k, v := range u.tools {
+			entries[k] = v
+		}
+		u.mu.Unlock()
+		touched := false
+		for name, e := range entries {
+			if c.Kind == portcullis.ChangePin && c.ID != u.cfg.Name+"/"+name {
+				continue
+			}
+			pin, ok, err := g.cfg.Store.ToolPin(ctx, u.cfg.Name, name)
+			if err != nil || !ok {
+				continue
+			}
+			ne, err := u.entryFromPin(name, pin, e.shown)
+			if err != nil {
+				continue
+			}
+			ne.shown.Meta, ne.shown.Icons = e.shown.Meta, e.shown.Icons
+			entries[name] = ne
+			touched = true
+		}
+		if touched {
+			g.install(u, entries)
+		}
+	}
+}
