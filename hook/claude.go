@@ -68,7 +68,7 @@ func (ClaudeCode) actions(ev *Event) ([]action, error) {
 	return []action{otherAction(ev)}, nil
 }
 
-func (ClaudeCode) confirm(d *portcullis.Decision, _ string) Verdict {
+func (ClaudeCode) confirm(_ *Event, d *portcullis.Decision, _ string) Verdict {
 	return Verdict{Behavior: Ask, Reason: askReason(d)}
 }
 

@@ -64,14 +64,17 @@ func (Codex) actions(ev *Event) ([]action, error) {
 	return []action{otherAction(ev)}, nil
 }
 
-func (Codex) confirm(d *portcullis.Decision, tool string) Verdict {
+func (Codex) confirm(ev *Event, d *portcullis.Decision, tool string) Verdict {
+	if ev.Permission {
+		return Verdict{Behavior: Ask, Reason: askReason(d)}
+	}
 	return Verdict{Behavior: Deny, Reason: pendingReason(d, tool)}
 }
 
 func (Codex) answer(ev *Event, v Verdict) any {
-	if ev != nil && ev.Permission && v.Behavior == Ask {
-		// Codex's PermissionRequest has no ask: no decision shows its prompt.
-		return claudeOutput{SystemMessage: v.Reason}
+	if v.Behavior == Ask && (ev == nil || !ev.Permission) {
+		// Codex does not honour a PreToolUse ask: it would run the call.
+		v.Behavior = Deny
 	}
 	return claudeAnswer(ev, v)
 }

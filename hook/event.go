@@ -25,7 +25,7 @@ type Host interface {
 	actions(ev *Event) ([]action, error)
 	// confirm answers a decision that needs a person when the call is not
 	// held: ask in the host's prompt where the host can, otherwise deny.
-	confirm(d *portcullis.Decision, tool string) Verdict
+	confirm(ev *Event, d *portcullis.Decision, tool string) Verdict
 	// answer is the host's JSON for a verdict; ev is nil when the input
 	// could not be read.
 	answer(ev *Event, v Verdict) any

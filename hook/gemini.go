@@ -64,7 +64,7 @@ func firstKey(args map[string]any, keys ...string) string {
 	return keys[0]
 }
 
-func (Gemini) confirm(d *portcullis.Decision, tool string) Verdict {
+func (Gemini) confirm(_ *Event, d *portcullis.Decision, tool string) Verdict {
 	return Verdict{Behavior: Deny, Reason: pendingReason(d, tool)}
 }
 

@@ -234,7 +234,7 @@ func (h *Handler) Decide(ctx context.Context, host Host, ev *Event) (Verdict, er
 		c.Agent = agent
 		c.UserPresent = ev.UserPresent
 		c.Conversation = conv
-		v, err := h.decideOne(ctx, host, c)
+		v, err := h.decideOne(ctx, host, ev, c)
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -248,7 +248,7 @@ func (h *Handler) Decide(ctx context.Context, host Host, ev *Event) (Verdict, er
 	return worst, nil
 }
 
-func (h *Handler) decideOne(ctx context.Context, host Host, c portcullis.Call) (Verdict, error) {
+func (h *Handler) decideOne(ctx context.Context, host Host, ev *Event, c portcullis.Call) (Verdict, error) {
 	d, err := h.decide(ctx, c)
 	if err != nil {
 		return Verdict{}, err
@@ -257,7 +257,7 @@ func (h *Handler) decideOne(ctx context.Context, host Host, c portcullis.Call) (
 		return verdictOf(&d, c.Tool), nil
 	}
 	if !h.opts.Hold || h.opts.Waiter == nil || d.ChallengeID == "" {
-		return host.confirm(&d, c.Tool), nil
+		return host.confirm(ev, &d, c.Tool), nil
 	}
 	return h.hold(ctx, c, &d)
 }
@@ -418,7 +418,7 @@ func askReason(d *portcullis.Decision) string {
 // pendingReason is the reason of a confirm denied by a host that cannot
 // ask: the agent is told that a person must approve it out of band first.
 func pendingReason(d *portcullis.Decision, tool string) string {
-	r := "Portcullis: " + d.Reason + ". "
+	r := "Portcullis: " + strings.TrimSuffix(d.Reason, ".") + ". "
 	if d.ChallengeID != "" {
 		return r + "Approval " + d.ChallengeID + " waits for a person (the Portcullis console, or `portcullis approve " + d.ChallengeID + "`). Tell the user; once they approve it, try " + quoteTool(tool) + " again with the same arguments."
 	}

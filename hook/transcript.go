@@ -215,7 +215,11 @@ func lineMessages(line []byte) []portcullis.Message {
 		case "text":
 			out = append(out, portcullis.Message{Role: role, Content: b.Text})
 		case "tool_use":
-			out = append(out, portcullis.Message{Role: "assistant", Content: "[tool call " + b.Name + "] " + string(b.Input)})
+			var in bytes.Buffer
+			if json.Compact(&in, b.Input) != nil {
+				in.Reset()
+			}
+			out = append(out, portcullis.Message{Role: "assistant", Content: "[tool call " + b.Name + "] " + in.String()})
 		case "tool_result":
 			out = append(out, portcullis.Message{Role: "tool", Content: blockText(b.Content)})
 		}
