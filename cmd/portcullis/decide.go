@@ -15,8 +15,26 @@ import (
 	"github.com/portcullis/portcullis/policy"
 )
 
-// loadGate loads the policy file, prints its warnings, and builds a gate.
+// loadGate loads the policy file, prints its warnings, and builds a gate
+// for a trusted caller: its requests may carry grants, active elements and
+// run state.
 func loadGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, error) {
+	// decide and explain are the tools for testing and explaining: their
+	// requests may carry grants, active elements and run state.
+	return buildGate(path, stderr, append(opts, gate.WithRequestOverrides())...)
+}
+
+// loadAgentGate builds a gate for an agent-facing entry point (the MCP
+// gateway): requests cannot override what the gate knows.
+func loadAgentGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, *portcullis.Policy, error) {
+	g, err := buildGate(path, stderr, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, g.Policy(), nil
+}
+
+func buildGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, error) {
 	// Portcullis's own binary is protected like its policy and state: an
 	// agent's command that touches it is blocked.
 	if exe, err := os.Executable(); err == nil {
@@ -25,9 +43,6 @@ func loadGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, e
 	if home, err := os.UserHomeDir(); err == nil {
 		opts = append(opts, gate.WithHomeDir(home))
 	}
-	// decide and explain are the tools for testing and explaining: their
-	// requests may carry grants, active elements and run state.
-	opts = append(opts, gate.WithRequestOverrides())
 	pol, warnings, err := policy.Load(path)
 	if err != nil {
 		return nil, &exitError{code: 2, msg: err.Error()}

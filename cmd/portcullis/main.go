@@ -74,6 +74,9 @@ Usage:
   portcullis audit prune --max-age D         drop old rows behind a signed checkpoint
   portcullis unblock AGENT --challenge ID --code CODE
                                              clear a danger-zone block (--reissue: a new code; --list)
+  portcullis mcp [--policy FILE] -- SERVER...  wrap a stdio MCP server: every tools/call goes through the gate
+  portcullis serve --config FILE             the HTTP gateway: MCP upstreams on /mcp, tokens for agents
+  portcullis tools [accept UPSTREAM TOOL]    pinned MCP tool definitions; accept a changed one (shows the diff)
 
 Stateful commands take --state DIR (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)
 and --store URL (sqlite:///path or postgres://...; default $PORTCULLIS_STORE, else SQLite there).
@@ -102,6 +105,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runAudit(ctx, rest, stdout, stderr)
 	case "unblock":
 		return runUnblock(ctx, rest, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, rest, stdin, stdout, stderr)
+	case "serve":
+		return runServe(ctx, rest, stdout, stderr)
+	case "tools":
+		return runTools(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/mcpgw"
+	"github.com/portcullis/portcullis/notify"
+)
+
+// runMCP is the stdio wrapper: an MCP server on stdin and stdout that
+// starts the upstream server named after "--" and gates its tools.
+// Nothing but MCP messages is written to stdout; logs go to stderr or
+// --log.
+func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("mcp", stderr, "mcp [--policy FILE] [--state DIR | --store URL] [--name NAME] [--agent NAME] -- <server command> [args...]")
+	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	name := fs.String("name", "", "the upstream's `name` in pins and the audit (default: from the server command)")
+	agent := fs.String("agent", "", "the agent `identity` of this client (default $PORTCULLIS_AGENT, else the upstream's name)")
+	showDenied := fs.Bool("show-denied", false, "list tools the policy denies too (calling them is still denied)")
+	autonomous := fs.Bool("autonomous", false, "treat the session as an autonomous run: the autonomy stage counts its steps")
+	userPresent := fs.Bool("user-present", false, "tell the contextual validator a person is at the keyboard")
+	logFile := fs.String("log", "", "append logs to this `file` instead of stderr")
+	var sf stateFlags
+	sf.register(fs)
+	var nf notifyFlags
+	nf.register(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError("mcp needs the upstream server's command after --, e.g. portcullis mcp -- npx -y @modelcontextprotocol/server-filesystem ~/work")
+	}
+	path, err := policyPath(*policyFlag)
+	if err != nil {
+		return err
+	}
+	logw := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("--log: %w", err)
+		}
+		defer f.Close()
+		logw = f
+	}
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	upName := *name
+	if upName == "" {
+		upName = serverName(pos)
+	}
+	who := *agent
+	if who == "" {
+		who = strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))
+	}
+	if who == "" {
+		who = upName
+	}
+
+	st, err := sf.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	dir, err := sf.dir(true)
+	if err != nil {
+		return err
+	}
+	// The people who approve calls are told out of band: never on stderr,
+	// which an MCP client may show to the model or keep in a log it reads.
+	n, cleanup, err := nf.notifier(log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if n == nil {
+		if d, ok := notify.NewDesktop(notify.DesktopOptions{Logger: log}); ok {
+			n = d
+			defer d.Close(context.Background())
+		} else {
+			log.Warn("no human channel for approvals: answer them with `portcullis approvals` and `portcullis approve`, or pass --notify-webhook")
+		}
+	}
+	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir)}
+	if n != nil {
+		opts = append(opts, gate.WithNotifier(n))
+	}
+	g, pol, err := loadAgentGate(path, stderr, opts...)
+	if err != nil {
+		return err
+	}
+	gw, err := mcpgw.New(ctx, mcpgw.Config{
+		Gate:        g,
+		Store:       st,
+		Upstreams:   []mcpgw.Upstream{{Name: upName, Command: pos}},
+		Agent:       who,
+		Wait:        pol.Approvals.Wait,
+		ShowDenied:  *showDenied,
+		Autonomous:  *autonomous,
+		UserPresent: *userPresent,
+		Notifier:    n,
+		Logger:      log,
+		Version:     moduleVersion(),
+	})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	in, out := readCloser(stdin), writeCloser(stdout)
+	if err := gw.ServeStdio(ctx, in, out); err != nil && ctx.Err() == nil && !isClosed(err) {
+		return err
+	}
+	return nil
+}
+
+// serverName derives an upstream's name from its command: the first word
+// that is not a launcher (npx, node, uvx, python, docker run ...) or a
+// flag, without its npm scope and version. `npx -y
+// @modelcontextprotocol/server-filesystem ~/work` is "server-filesystem".
+func serverName(cmd []string) string {
+	launchers := map[string]bool{"npx": true, "node": true, "uvx": true, "uv": true, "run": true, "python": true, "python3": true,
+		"deno": true, "bun": true, "bunx": true, "docker": true, "pnpm": true, "dlx": true, "yarn": true, "go": true, "java": true, "-jar": true}
+	generic := map[string]bool{"index": true, "main": true, "server": true, "cli": true, "dist": true, "build": true, "lib": true, "src": true, "bin": true, "out": true}
+	for _, w := range cmd {
+		base := filepath.Base(w)
+		if strings.HasPrefix(w, "-") || launchers[base] {
+			continue
+		}
+		slashed := filepath.ToSlash(w)
+		if i := strings.LastIndex(slashed, "node_modules/"); i >= 0 {
+			// A script inside an npm package: the package names it.
+			parts := strings.Split(slashed[i+len("node_modules/"):], "/")
+			base = parts[0]
+			if strings.HasPrefix(base, "@") && len(parts) > 1 {
+				base = parts[1]
+			}
+		} else if generic[strings.TrimSuffix(base, filepath.Ext(base))] {
+			// dist/index.js, build/main.py: the project's directory names it.
+			d := filepath.Dir(w)
+			for generic[filepath.Base(d)] && d != filepath.Dir(d) {
+				d = filepath.Dir(d)
+			}
+			base = filepath.Base(d)
+		}
+		if i := strings.LastIndex(w, "/"); strings.HasPrefix(w, "@") && i > 0 {
+			base = w[i+1:]
+		}
+		if i := strings.Index(base, "@"); i > 0 {
+			base = base[:i]
+		}
+		base = strings.TrimSuffix(base, filepath.Ext(base))
+		var b strings.Builder
+		for _, r := range base {
+			if r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+				b.WriteRune(r)
+			}
+		}
+		if b.Len() > 0 {
+			return b.String()
+		}
+	}
+	return "upstream"
+}
+
+type nopCloseReader struct{ io.Reader }
+
+func (nopCloseReader) Close() error { return nil }
+
+type nopCloseWriter struct{ io.Writer }
+
+func (nopCloseWriter) Close() error { return nil }
+
+func readCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return nopCloseReader{r}
+}
+
+func writeCloser(w io.Writer) io.WriteCloser {
+	if wc, ok := w.(io.WriteCloser); ok {
+		return wc
+	}
+	return nopCloseWriter{w}
+}
+
+func isClosed(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "closed") || strings.Contains(s, "EOF")
+}
+
+var _ portcullis.Notifier = (*notify.Writer)(nil)
+
+// moduleVersion is the binary's module version, as the gateway reports it
+// to MCP clients and upstreams.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

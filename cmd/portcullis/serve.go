@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/mcpgw"
+	"github.com/portcullis/portcullis/notify"
+)
+
+// serveConfig is the file `portcullis serve --config` reads. Relative paths
+// are relative to the file. See docs/INTEGRATIONS.md.
+type serveConfig struct {
+	Policy string `yaml:"policy"`
+	State  string `yaml:"state"`
+	// Store is a store URL (sqlite:///path or postgres://...); several
+	// gateways on one PostgreSQL share grants, approvals and blocks.
+	Store  string `yaml:"store"`
+	Listen string `yaml:"listen"`
+	// PublicURL is how people reach this gateway (links in notifications).
+	PublicURL string           `yaml:"publicURL"`
+	Agents    []agentConfig    `yaml:"agents"`
+	Upstreams []upstreamConfig `yaml:"upstreams"`
+	// ShowDenied lists tools the policy denies in tools/list too.
+	ShowDenied bool         `yaml:"showDenied"`
+	Notify     notifyConfig `yaml:"notify"`
+}
+
+type agentConfig struct {
+	Name string `yaml:"name"`
+	// One of: a file holding the token, an environment variable holding
+	// it, or the token's SHA-256 in hex (so the file holds no secret).
+	TokenFile   string `yaml:"tokenFile"`
+	TokenEnv    string `yaml:"tokenEnv"`
+	TokenSHA256 string `yaml:"tokenSHA256"`
+	// Autonomous makes the agent's sessions autonomous runs.
+	Autonomous  bool `yaml:"autonomous"`
+	UserPresent bool `yaml:"userPresent"`
+}
+
+type upstreamConfig struct {
+	Name    string            `yaml:"name"`
+	Command []string          `yaml:"command"`
+	Env     map[string]string `yaml:"env"`
+	Dir     string            `yaml:"dir"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+	// Prefix overrides the tool-name prefix (default "<name>__"; "" for
+	// none when tool names cannot clash).
+	Prefix *string `yaml:"prefix"`
+}
+
+type notifyConfig struct {
+	Desktop bool `yaml:"desktop"`
+	Webhook struct {
+		URL    string `yaml:"url"`
+		Format string `yaml:"format"`
+		Human  bool   `yaml:"human"`
+	} `yaml:"webhook"`
+}
+
+// loadServeConfig reads and checks a serve configuration strictly: unknown
+// keys are errors.
+func loadServeConfig(path string) (*serveConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c serveConfig
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	base := filepath.Dir(path)
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	c.Policy, c.State = rel(c.Policy), rel(c.State)
+	if c.Policy == "" {
+		return nil, fmt.Errorf("%s: policy: the policy file must be named", path)
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8470"
+	}
+	if len(c.Upstreams) == 0 {
+		return nil, fmt.Errorf("%s: upstreams: at least one upstream MCP server is needed", path)
+	}
+	seen := map[string]bool{}
+	for i, u := range c.Upstreams {
+		switch {
+		case u.Name == "":
+			return nil, fmt.Errorf("%s: upstreams[%d]: name is required", path, i)
+		case seen[u.Name]:
+			return nil, fmt.Errorf("%s: upstreams[%d]: name %q is used twice", path, i, u.Name)
+		case (len(u.Command) > 0) == (u.URL != ""):
+			return nil, fmt.Errorf("%s: upstreams[%d] (%s): give exactly one of command and url", path, i, u.Name)
+		}
+		seen[u.Name] = true
+		c.Upstreams[i].Dir = rel(u.Dir)
+	}
+	if len(c.Agents) == 0 {
+		return nil, fmt.Errorf("%s: agents: at least one agent with a token is needed: the MCP endpoint admits no one without one", path)
+	}
+	names := map[string]bool{}
+	for i, a := range c.Agents {
+		n := 0
+		for _, s := range []string{a.TokenFile, a.TokenEnv, a.TokenSHA256} {
+			if s != "" {
+				n++
+			}
+		}
+		switch {
+		case a.Name == "":
+			return nil, fmt.Errorf("%s: agents[%d]: name is required", path, i)
+		case names[a.Name]:
+			return nil, fmt.Errorf("%s: agents[%d]: name %q is used twice", path, i, a.Name)
+		case n != 1:
+			return nil, fmt.Errorf("%s: agents[%d] (%s): give exactly one of tokenFile, tokenEnv and tokenSHA256", path, i, a.Name)
+		}
+		names[a.Name] = true
+		c.Agents[i].TokenFile = rel(a.TokenFile)
+	}
+	return &c, nil
+}
+
+// agentTokens maps the SHA-256 of each agent's token to the agent.
+func (c *serveConfig) agentTokens() (map[string]agentConfig, error) {
+	out := map[string]agentConfig{}
+	for _, a := range c.Agents {
+		var sum string
+		switch {
+		case a.TokenSHA256 != "":
+			b, err := hex.DecodeString(a.TokenSHA256)
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("agent %q: tokenSHA256 is not a SHA-256 in hex", a.Name)
+			}
+			sum = strings.ToLower(a.TokenSHA256)
+		case a.TokenFile != "":
+			b, err := os.ReadFile(a.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("agent %q: %w", a.Name, err)
+			}
+			sum = tokenHash(strings.TrimSpace(string(b)))
+		default:
+			v := strings.TrimSpace(os.Getenv(a.TokenEnv))
+			if v == "" {
+				return nil, fmt.Errorf("agent %q: $%s is empty", a.Name, a.TokenEnv)
+			}
+			sum = tokenHash(v)
+		}
+		if prev, dup := out[sum]; dup {
+			return nil, fmt.Errorf("agents %q and %q have the same token", prev.Name, a.Name)
+		}
+		out[sum] = a
+	}
+	return out, nil
+}
+
+func tokenHash(tok string) string {
+	s := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(s[:])
+}
+
+// runServe runs the HTTP gateway: the MCP endpoint on /mcp in front of the
+// configured upstreams, for agents with tokens.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr, "serve --config portcullis.yaml")
+	cfgPath := fs.String("config", "portcullis.yaml", "gateway configuration `file`")
+	listen := fs.String("listen", "", "listen `address` (overrides the configuration)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("serve takes no arguments; unexpected %q", pos[0])
+	}
+	cfg, err := loadServeConfig(*cfgPath)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tokens, err := cfg.agentTokens()
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	sf := stateFlags{state: cfg.State, store: cfg.Store}
+	st, err := sf.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	dir, err := sf.dir(true)
+	if err != nil {
+		return err
+	}
+
+	// Human channels: the gateway's own terminal always (it shows the
+	// codes of blocks, and nothing an agent reads is written there), plus
+	// what the configuration asks for.
+	nf := notifyFlags{desktop: cfg.Notify.Desktop, webhook: cfg.Notify.Webhook.URL, webhookFormat: orDefault(cfg.Notify.Webhook.Format, notify.FormatJSON), webhookHuman: cfg.Notify.Webhook.Human}
+	extra, cleanup, err := nf.notifier(log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	human := notify.Multi{notify.NewWriter(stdout)}
+	if extra != nil {
+		human = append(human, extra)
+	}
+	g, pol, err := loadAgentGate(cfg.Policy, stderr, gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, *cfgPath), gate.WithNotifier(human))
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	base := cfg.PublicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	ups := make([]mcpgw.Upstream, 0, len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		var env []string
+		for k, v := range u.Env {
+			env = append(env, k+"="+os.ExpandEnv(v))
+		}
+		headers := map[string]string{}
+		for k, v := range u.Headers {
+			headers[k] = os.ExpandEnv(v)
+		}
+		ups = append(ups, mcpgw.Upstream{Name: u.Name, Prefix: u.Prefix, Command: u.Command, Env: env, Dir: u.Dir, URL: u.URL, Headers: headers})
+	}
+	gw, err := mcpgw.New(ctx, mcpgw.Config{
+		Gate: g, Store: st, Upstreams: ups,
+		Name: "portcullis", Version: moduleVersion(),
+		Wait:        pol.Approvals.Wait,
+		ShowDenied:  cfg.ShowDenied,
+		Notifier:    human,
+		Logger:      log,
+		ApprovalURL: func(id string) string { return base + "/approvals/" + id },
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer gw.Close()
+	mcpHandler, err := gw.Handler(mcpgw.HTTPOptions{
+		AgentOf: func(tok string) (string, bool) {
+			a, ok := tokens[tokenHash(tok)]
+			return a.Name, ok
+		},
+		AllowRemoteHosts: !isLoopback(ln.Addr()),
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/mcp/", mcpHandler)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%d upstreams, %d agents); state in %s\n", base, len(ups), len(tokens), dir)
+	for _, t := range gw.Tools() {
+		if t.Changed {
+			fmt.Fprintf(stdout, "portcullis: tool %s of upstream %s changed since it was pinned; calls are held until `portcullis tools accept %s %s`\n", t.Tool, t.Upstream, t.Upstream, t.Tool)
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shut)
+	return nil
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+var _ portcullis.Notifier = notify.Multi{}
