@@ -16,8 +16,8 @@
 // channels only.
 //
 // The package imports only the root package: it consumes a Decider (and,
-// to hold a call until a person answers, a Waiter), which *gate.Gate and the
-// decision API's client satisfy.
+// to hold a call until a person answers, a Holder), which *gate.Gate and
+// the decision API's client satisfy.
 package hook
 
 import (
@@ -48,6 +48,50 @@ type Waiter interface {
 	AwaitApproval(ctx context.Context, id string) (portcullis.Approval, error)
 }
 
+// Holder holds a call whose decision d needs a person until one answers,
+// the request expires or ctx ends, and returns the decision that then
+// stands: the call decided again after an approval, a deny after a denial,
+// d itself while nobody has answered. The decision API's client (GET
+// /v1/decisions/{id}/wait) is one; WaitThenDecide makes one of a gate.
+type Holder interface {
+	Hold(ctx context.Context, c portcullis.Call, d portcullis.Decision) (portcullis.Decision, error)
+}
+
+// WaitThenDecide holds a call in process: it waits for the person's answer
+// to the approval request, then decides the call again, which uses the
+// grant an approval recorded.
+type WaitThenDecide struct {
+	Waiter  Waiter
+	Decider Decider
+}
+
+// Hold implements Holder.
+func (w WaitThenDecide) Hold(ctx context.Context, c portcullis.Call, d portcullis.Decision) (portcullis.Decision, error) {
+	a, err := w.Waiter.AwaitApproval(ctx, d.ChallengeID)
+	switch {
+	case err != nil && errors.Is(err, context.DeadlineExceeded):
+		return d, nil // nobody answered in time
+	case err != nil:
+		return d, err
+	}
+	switch a.Status {
+	case portcullis.ApprovalApproved:
+		return w.Decider.Decide(ctx, c)
+	case portcullis.ApprovalDenied:
+		d.Outcome, d.PermissionLevel, d.Code = portcullis.OutcomeDeny, portcullis.Deny, portcullis.CodeConfirmationRequired
+		d.Reason = "A person denied " + quoteTool(c.Tool) + " (approval " + d.ChallengeID + ")"
+		if a.DenyReason != "" {
+			d.Reason += ": " + a.DenyReason
+		}
+		return d, nil
+	case portcullis.ApprovalExpired:
+		d.Outcome, d.PermissionLevel = portcullis.OutcomeDeny, portcullis.Deny
+		d.Reason = "Nobody answered approval " + d.ChallengeID + " for " + quoteTool(c.Tool) + " before it expired"
+		return d, nil
+	}
+	return d, nil
+}
+
 // MCPNames says which policy tool name an MCP tool call
 // (`mcp__<server>__<tool>`) is decided under, when the policy has no entry
 // for the full name.
@@ -72,10 +116,10 @@ const (
 type Options struct {
 	// Decider decides the calls. Required.
 	Decider Decider
-	// Waiter, with Hold, holds a call that needs a person until one answers
-	// out of band. Nil: such a call is answered the host's way (ask, or
-	// deny where the host cannot ask).
-	Waiter Waiter
+	// Holder, with Hold, holds a call that needs a person until one
+	// answers out of band. Nil: such a call is answered the host's way
+	// (ask, or deny where the host cannot ask).
+	Holder Holder
 	// Policy maps host tools onto the policy's tools and gives
 	// approvals.wait; nil decides every call under the host's tool name.
 	Policy *portcullis.Policy
@@ -256,7 +300,7 @@ func (h *Handler) decideOne(ctx context.Context, host Host, ev *Event, c portcul
 	if d.Outcome != portcullis.OutcomeConfirm {
 		return verdictOf(&d, c.Tool), nil
 	}
-	if !h.opts.Hold || h.opts.Waiter == nil || d.ChallengeID == "" {
+	if !h.opts.Hold || h.opts.Holder == nil || d.ChallengeID == "" {
 		return host.confirm(ev, &d, c.Tool), nil
 	}
 	return h.hold(ctx, c, &d)
@@ -276,41 +320,30 @@ func (h *Handler) decide(ctx context.Context, c portcullis.Call) (portcullis.Dec
 	return d, fmt.Errorf("decide %s: unknown outcome %q", c.Tool, d.Outcome)
 }
 
-// hold waits for a person's answer to the decision's approval request,
-// then decides the call again: an approval recorded a grant that the second
-// decision uses. No answer in time, a denial or an error is a deny.
+// hold waits for a person's answer to the decision's approval request
+// (up to approvals.wait, at most MaxWait) and answers with the decision
+// that then stands. No answer in time, a denial or an error is a deny.
 func (h *Handler) hold(ctx context.Context, c portcullis.Call, d *portcullis.Decision) (Verdict, error) {
 	wait := h.opts.MaxWait
 	if h.opts.Policy != nil && h.opts.Policy.Approvals.Wait > 0 && h.opts.Policy.Approvals.Wait < wait {
 		wait = h.opts.Policy.Approvals.Wait
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
-	a, err := h.opts.Waiter.AwaitApproval(wctx, d.ChallengeID)
+	d2, err := h.opts.Holder.Hold(wctx, c, *d)
 	cancel()
-	id := d.ChallengeID
-	switch {
-	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		return denied(fmt.Sprintf("%s needs a person's approval (approval %s), and nobody answered within %s. Tell the user; once they approve it, try again.", quoteTool(c.Tool), id, wait)), nil
-	case err != nil:
-		return Verdict{}, fmt.Errorf("wait for approval %s: %w", id, err)
-	case a.Status == portcullis.ApprovalApproved:
-		d2, err := h.decide(ctx, c)
-		if err != nil {
-			return Verdict{}, err
-		}
-		if d2.Outcome == portcullis.OutcomeConfirm {
-			return denied(fmt.Sprintf("%s was approved (approval %s), but the approval does not cover this call: %s", quoteTool(c.Tool), id, d2.Reason)), nil
-		}
-		return verdictOf(&d2, c.Tool), nil
-	case a.Status == portcullis.ApprovalDenied:
-		why := "a person denied it"
-		if a.DenyReason != "" {
-			why += ": " + a.DenyReason
-		}
-		return denied(fmt.Sprintf("%s was not approved (approval %s): %s", quoteTool(c.Tool), id, why)), nil
-	default: // expired, or still pending when the wait ended
-		return denied(fmt.Sprintf("%s needs a person's approval (approval %s), and it was not given (%s). Tell the user; once they approve it, try again.", quoteTool(c.Tool), id, orStr(string(a.Status), "no answer"))), nil
+	if err != nil {
+		return Verdict{}, fmt.Errorf("wait for approval %s: %w", d.ChallengeID, err)
 	}
+	switch d2.Outcome {
+	case portcullis.OutcomeAllow, portcullis.OutcomeDeny, portcullis.OutcomeStop:
+		return verdictOf(&d2, c.Tool), nil
+	case portcullis.OutcomeConfirm:
+		if d2.DecisionID == d.DecisionID {
+			return denied(fmt.Sprintf("%s needs a person's approval (approval %s), and nobody answered within %s. Tell the user; once they approve it, try again.", quoteTool(c.Tool), d.ChallengeID, wait)), nil
+		}
+		return denied(fmt.Sprintf("%s was approved (approval %s), but the approval does not cover this call: %s", quoteTool(c.Tool), d.ChallengeID, d2.Reason)), nil
+	}
+	return Verdict{}, fmt.Errorf("wait for approval %s: unknown outcome %q", d.ChallengeID, d2.Outcome)
 }
 
 // conversation reads the transcript for the validator and the retry

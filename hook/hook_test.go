@@ -72,8 +72,8 @@ func newFixture(t testing.TB, policyPath string, opts ...gate.Option) *fixture {
 func (f *fixture) handler(t testing.TB, o hook.Options) *hook.Handler {
 	t.Helper()
 	o.Decider = f.g
-	if o.Waiter == nil {
-		o.Waiter = f.g
+	if o.Holder == nil {
+		o.Holder = hook.WaitThenDecide{Waiter: f.g, Decider: f.g}
 	}
 	o.Policy = f.pol
 	h, err := hook.New(o)
