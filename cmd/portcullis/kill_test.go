@@ -22,6 +22,9 @@ import (
 const mainArgsEnv = "PORTCULLIS_TEST_MAIN_ARGS"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(upstreamEnv) == "1" {
+		os.Exit(runTestUpstream())
+	}
 	if raw := os.Getenv(mainArgsEnv); raw != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,13 +100,33 @@ func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Sto
 		}
 		return st, nil
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		st, err := postgres.Open(ctx, u, postgres.Options{Logger: log})
+		// The schema that holds Portcullis's tables is named by the URL's
+		// own `schema` parameter (default "portcullis"); it is not a
+		// PostgreSQL connection parameter, so it is taken out.
+		dsn, schema, err := splitSchema(u)
+		if err != nil {
+			return nil, usageError("store %q: %v", redactURL(u), err)
+		}
+		st, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, Schema: schema})
 		if err != nil {
 			return nil, err
 		}
 		return st, nil
 	}
 	return nil, usageError("unknown store %q (want sqlite:///path or postgres://...)", redactURL(u))
+}
+
+// splitSchema takes the `schema` query parameter out of a PostgreSQL URL.
+func splitSchema(u string) (dsn, schema string, err error) {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return "", "", err
+	}
+	q := pu.Query()
+	schema = q.Get("schema")
+	q.Del("schema")
+	pu.RawQuery = q.Encode()
+	return pu.String(), schema, nil
 }
 
 // redactURL hides a password in a store URL before it is shown.
