@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -40,6 +41,9 @@ type serveConfig struct {
 	// ShowDenied lists tools the policy denies in tools/list too.
 	ShowDenied bool         `yaml:"showDenied"`
 	Notify     notifyConfig `yaml:"notify"`
+
+	// created lists the agent token files made at this start.
+	created []string
 }
 
 type agentConfig struct {
@@ -157,10 +161,34 @@ func (c *serveConfig) agentTokens() (map[string]agentConfig, error) {
 			sum = strings.ToLower(a.TokenSHA256)
 		case a.TokenFile != "":
 			b, err := os.ReadFile(a.TokenFile)
-			if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				// First start: make the agent a token, readable by its
+				// owner only.
+				var raw [24]byte
+				if _, err := rand.Read(raw[:]); err != nil {
+					return nil, err
+				}
+				b = []byte(hex.EncodeToString(raw[:]))
+				f, err := os.OpenFile(a.TokenFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+				if err != nil {
+					return nil, fmt.Errorf("agent %q: create token file: %w", a.Name, err)
+				}
+				_, werr := f.Write(append(b, '\n'))
+				if cerr := f.Close(); werr == nil {
+					werr = cerr
+				}
+				if werr != nil {
+					return nil, fmt.Errorf("agent %q: write token file: %w", a.Name, werr)
+				}
+				c.created = append(c.created, a.Name+": "+a.TokenFile)
+			} else if err != nil {
 				return nil, fmt.Errorf("agent %q: %w", a.Name, err)
 			}
-			sum = tokenHash(strings.TrimSpace(string(b)))
+			tok := strings.TrimSpace(string(b))
+			if tok == "" {
+				return nil, fmt.Errorf("agent %q: token file %s is empty", a.Name, a.TokenFile)
+			}
+			sum = tokenHash(tok)
 		default:
 			v := strings.TrimSpace(os.Getenv(a.TokenEnv))
 			if v == "" {
@@ -285,6 +313,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mux.Handle("/mcp/", mcpHandler)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	for _, c := range cfg.created {
+		fmt.Fprintf(stdout, "portcullis: created the token of agent %s (0600); clients send it as Authorization: Bearer <token>\n", c)
+	}
 	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%d upstreams, %d agents); state in %s\n", base, len(ups), len(tokens), dir)
 	for _, t := range gw.Tools() {
 		if t.Changed {
