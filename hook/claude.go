@@ -130,3 +130,8 @@ func claudeAnswer(ev *Event, v Verdict) claudeOutput {
 	}
 	return out
 }
+
+func (ClaudeCode) configFiles(home, project string) []string {
+	return append(joinEach([]string{home}, ".claude/settings.json"),
+		joinEach([]string{project}, ".claude/settings.json", ".claude/settings.local.json")...)
+}

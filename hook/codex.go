@@ -99,3 +99,7 @@ func PatchFiles(patch string) []string {
 	}
 	return out
 }
+
+func (Codex) configFiles(home, project string) []string {
+	return joinEach([]string{home, project}, ".codex/hooks.json", ".codex/config.toml")
+}

@@ -30,6 +30,29 @@ type Host interface {
 	// could not be read.
 	answer(ev *Event, v Verdict) any
 	transcript() TranscriptFormat
+	// configFiles are the host's settings files that hold its hooks.
+	configFiles(home, project string) []string
+}
+
+// ConfigFiles returns the settings files in which host keeps its hooks,
+// for the user (under home) and for the project. An agent that could edit
+// them could remove Portcullis's hook: the hook's gate protects them like
+// Portcullis's own files.
+func ConfigFiles(host Host, home, project string) []string {
+	return host.configFiles(home, project)
+}
+
+func joinEach(dirs []string, rel ...string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		for _, r := range rel {
+			out = append(out, filepath.Join(d, r))
+		}
+	}
+	return out
 }
 
 // Hosts lists the supported hosts.

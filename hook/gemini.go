@@ -88,3 +88,7 @@ func (Gemini) answer(_ *Event, v Verdict) any {
 }
 
 func (Gemini) transcript() TranscriptFormat { return TranscriptGeminiJSON }
+
+func (Gemini) configFiles(home, project string) []string {
+	return joinEach([]string{home, project}, ".gemini/settings.json")
+}

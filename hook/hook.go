@@ -222,6 +222,18 @@ type answer struct {
 	reason string // for stderr, when code is not 0
 }
 
+// Refuse answers a hook that could not even be set up (a bad flag, a
+// policy that does not load, a store that does not open): a deny in the
+// host's format on stdout, the reason on stderr. It returns ExitBlock.
+func Refuse(host Host, stdout, stderr io.Writer, why string) int {
+	a := failure(host, nil, why)
+	fmt.Fprintln(stderr, a.reason)
+	if _, err := stdout.Write(a.out); err != nil {
+		return ExitBlock
+	}
+	return a.code
+}
+
 func failure(host Host, ev *Event, why string) answer {
 	reason := "Portcullis denied this call: " + why
 	return answer{out: encode(host.answer(ev, Verdict{Behavior: Deny, Reason: reason})), code: ExitBlock, reason: reason}
@@ -459,10 +471,3 @@ func pendingReason(d *portcullis.Decision, tool string) string {
 }
 
 func quoteTool(t string) string { return fmt.Sprintf("%q", t) }
-
-func orStr(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}

@@ -20,7 +20,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	args := os.Args[1:]
+	// Started as portcullis-sh (a link to this binary): a login-shell
+	// wrapper that gates every command it is given.
+	if sh, ok := shellInvocation(os.Args[0], args); ok {
+		args = sh
+	}
+	err := run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
@@ -78,6 +84,10 @@ Usage:
   portcullis serve --config FILE             the HTTP gateway: MCP upstreams on /mcp, tokens for agents
   portcullis tools [accept UPSTREAM TOOL]    pinned MCP tool definitions; accept a changed one (shows the diff)
 
+  portcullis hook HOST [--policy FILE]      a host's tool hook (claude-code, codex, gemini): the event on stdin, the answer on stdout
+  portcullis hook install claude-code [--project|--user] --policy FILE
+                                             add the hook to Claude Code's settings (merged, with a backup)
+  portcullis exec [--policy FILE] -- CMD...  decide a shell command, wait for a person if one must approve it, run it (-c 'CMDS': shell commands)
 Stateful commands take --state DIR (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)
 and --store URL (sqlite:///path or postgres://...; default $PORTCULLIS_STORE, else SQLite there).
 
@@ -111,6 +121,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, rest, stdout, stderr)
 	case "tools":
 		return runTools(ctx, rest, stdout, stderr)
+	case "hook":
+		return runHook(ctx, rest, stdin, stdout, stderr)
+	case "exec":
+		return runExec(ctx, rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/client"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/hook"
+	"github.com/portcullis/portcullis/policy"
+)
+
+const hookHelp = `hook HOST [--policy FILE] [--state DIR | --store URL | --gateway URL] [--hold] [flags] < event.json
+       hook install claude-code [--project | --user] --policy FILE [--hold]
+
+HOST is claude-code, codex or gemini. The hook reads one event on stdin and
+answers on stdout in the host's format; a failure of any kind answers deny
+with exit status 2.`
+
+// runHook is `portcullis hook HOST`: one host hook event on stdin, decided,
+// answered on stdout. Everything that goes wrong before the event is
+// decided — a bad flag, a policy that does not load, a store that does not
+// open, a gateway that does not answer — is answered with a deny and exit
+// status 2, never with exit status 1 (which Claude Code takes as "go
+// ahead").
+func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "install" {
+		return runHookInstall(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "Usage: portcullis %s\n", hookHelp)
+		return usageError("hook needs the host: %s", hook.HostNames())
+	}
+	host, ok := hook.HostNamed(args[0])
+	if !ok {
+		return usageError("unknown hook host %q (want %s, or install)", args[0], hook.HostNames())
+	}
+	refuse := func(err error) error {
+		msg := err.Error()
+		var ee *exitError
+		if errors.As(err, &ee) && ee.msg == "" {
+			msg = "bad arguments"
+		}
+		return &exitError{code: hook.Refuse(host, stdout, stderr, msg)}
+	}
+	fs := newFlagSet("hook "+host.Name(), stderr, hookHelp)
+	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	var sf stateFlags
+	sf.register(fs)
+	gateway := fs.String("gateway", "", "decide through a running gateway's POST /v1/decide at this `URL` (http://host:port or unix:///path/to.sock; default $PORTCULLIS_GATEWAY) instead of opening the store")
+	tokenFile := fs.String("token-file", "", "`file` holding the gateway's agent token (default $PORTCULLIS_AGENT_TOKEN, or the file $PORTCULLIS_AGENT_TOKEN_FILE)")
+	agent := fs.String("agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else the host's name)")
+	hold := fs.Bool("hold", false, "hold a call that needs a person until one answers out of band (up to approvals.wait), instead of asking in the host")
+	maxWait := fs.Duration("max-wait", hook.DefaultMaxWait, "the longest a call is held, whatever approvals.wait says; keep it under the host's hook timeout")
+	timeout := fs.Duration("timeout", hook.DefaultTimeout, "how long one decision may take")
+	mcpNames := fs.String("mcp-names", string(hook.MCPToolName), "decide an MCP tool mcp__server__tool under its `name`: tool or full")
+	logFile := fs.String("log", "", "append logs to this `file` instead of stderr")
+	var nf notifyFlags
+	nf.register(fs)
+	pos, err := parseArgs(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	if err != nil {
+		return refuse(err)
+	}
+	if len(pos) > 0 {
+		return refuse(usageError("the hook reads its event from stdin; unexpected argument %q", pos[0]))
+	}
+
+	logw := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return refuse(fmt.Errorf("--log: %w", err))
+		}
+		defer f.Close()
+		logw = f
+	}
+	log := cliLogger(logw)
+	opts := hook.Options{
+		Agent:    firstNonEmpty(*agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))),
+		Hold:     *hold,
+		MaxWait:  *maxWait,
+		Timeout:  *timeout,
+		MCPNames: hook.MCPNames(*mcpNames),
+		Logger:   log,
+	}
+	gw := firstNonEmpty(*gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")))
+	if gw != "" {
+		c, err := hookClient(gw, *tokenFile)
+		if err != nil {
+			return refuse(err)
+		}
+		opts.Decider, opts.Holder = c, gatewayHolder{c}
+		// The gateway decides under its own policy; a local one, when
+		// named, only maps the host's tools and bounds the hold.
+		if path := firstNonEmpty(*policyFlag, strings.TrimSpace(os.Getenv("PORTCULLIS_POLICY"))); path != "" {
+			pol, _, err := policy.Load(path)
+			if err != nil {
+				return refuse(err)
+			}
+			opts.Policy = pol
+		}
+	} else {
+		g, pol, cleanup, err := openHookGate(ctx, host, *policyFlag, &sf, &nf, log, stderr)
+		if err != nil {
+			return refuse(err)
+		}
+		defer cleanup()
+		opts.Decider, opts.Holder, opts.Policy = g, hook.WaitThenDecide{Waiter: g, Decider: g}, pol
+	}
+	h, err := hook.New(opts)
+	if err != nil {
+		return refuse(err)
+	}
+	if code := h.Run(ctx, host, stdin, stdout, stderr); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// openHookGate builds the gate of an agent-facing hook: the policy (no
+// request overrides), the store in the state directory, the validator, and
+// Portcullis's own files protected — its state, its binary, the policy, and
+// the host's settings files that hold the hook.
+func openHookGate(ctx context.Context, host hook.Host, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer) (*gate.Gate, *portcullis.Policy, func(), error) {
+	nothing := func() {}
+	path, err := policyPath(policyFlag)
+	if err != nil {
+		return nil, nil, nothing, err
+	}
+	st, err := sf.open(ctx, log)
+	if err != nil {
+		return nil, nil, nothing, err
+	}
+	dir, err := sf.dir(true)
+	if err != nil {
+		st.Close()
+		return nil, nil, nothing, err
+	}
+	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir)}
+	opts = append(opts, gate.WithProtectedPaths(hostConfigFiles(host)...))
+	n, stopNotify, err := nf.notifier(log)
+	if err != nil {
+		st.Close()
+		return nil, nil, nothing, err
+	}
+	if n != nil {
+		opts = append(opts, gate.WithNotifier(n))
+	}
+	g, pol, err := loadAgentGate(path, stderr, opts...)
+	if err != nil {
+		stopNotify()
+		st.Close()
+		return nil, nil, nothing, err
+	}
+	return g, pol, func() { stopNotify(); st.Close() }, nil
+}
+
+// hostConfigFiles are the settings files that hold the host's hooks, for
+// the user and for the project the hook runs in.
+func hostConfigFiles(host hook.Host) []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "" // no home: the project's files only
+	}
+	var out []string
+	for _, project := range []string{os.Getenv("CLAUDE_PROJECT_DIR"), workDir()} {
+		if project != "" {
+			out = append(out, hook.ConfigFiles(host, home, project)...)
+		}
+	}
+	return out
+}
+
+func workDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	return wd
+}
+
+// hookClient is the decision API's client for --gateway: an http(s) URL,
+// or unix:///path for a gateway listening on a local socket. The agent
+// token comes from --token-file, $PORTCULLIS_AGENT_TOKEN or the file
+// $PORTCULLIS_AGENT_TOKEN_FILE.
+func hookClient(gateway, tokenFile string) (*client.Client, error) {
+	token, err := agentToken(tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	// No overall timeout: the hook bounds every call with its context.
+	hc := &http.Client{}
+	base := gateway
+	if sock, ok := strings.CutPrefix(gateway, "unix://"); ok {
+		if sock == "" {
+			return nil, usageError("--gateway %q names no socket (want unix:///path/to.sock)", gateway)
+		}
+		hc.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}
+		base = "http://portcullis"
+	}
+	c, err := client.New(base, token, client.WithHTTPClient(hc))
+	if err != nil {
+		return nil, usageError("--gateway: %v", err)
+	}
+	return c, nil
+}
+
+func agentToken(tokenFile string) (string, error) {
+	if tokenFile == "" {
+		if t := strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT_TOKEN")); t != "" {
+			return t, nil
+		}
+		tokenFile = os.Getenv("PORTCULLIS_AGENT_TOKEN_FILE")
+	}
+	if tokenFile == "" {
+		return "", usageError("--gateway needs the agent's token: --token-file FILE, $PORTCULLIS_AGENT_TOKEN or $PORTCULLIS_AGENT_TOKEN_FILE")
+	}
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("read the agent token: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("the agent token file %s is empty", tokenFile)
+	}
+	return t, nil
+}
+
+// gatewayHolder holds a call through the gateway's GET
+// /v1/decisions/{id}/wait, which decides the call again once a person
+// approves it.
+type gatewayHolder struct{ c *client.Client }
+
+func (g gatewayHolder) Hold(ctx context.Context, _ portcullis.Call, d portcullis.Decision) (portcullis.Decision, error) {
+	for {
+		left := time.Minute
+		if dl, ok := ctx.Deadline(); ok {
+			left = min(time.Until(dl), left)
+		}
+		if left < time.Second {
+			return d, nil // nobody answered in time
+		}
+		d2, done, err := g.c.Poll(ctx, d.DecisionID, left)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return d, nil
+		case err != nil:
+			return d, err
+		case done:
+			return d2, nil
+		}
+	}
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
