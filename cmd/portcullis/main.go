@@ -83,11 +83,11 @@ Usage:
   portcullis mcp [--policy FILE] -- SERVER...  wrap a stdio MCP server: every tools/call goes through the gate
   portcullis serve --config FILE             the HTTP gateway: MCP upstreams on /mcp, tokens for agents
   portcullis tools [accept UPSTREAM TOOL]    pinned MCP tool definitions; accept a changed one (shows the diff)
-
   portcullis hook HOST [--policy FILE]      a host's tool hook (claude-code, codex, gemini): the event on stdin, the answer on stdout
   portcullis hook install claude-code [--project|--user] --policy FILE
                                              add the hook to Claude Code's settings (merged, with a backup)
   portcullis exec [--policy FILE] -- CMD...  decide a shell command, wait for a person if one must approve it, run it (-c 'CMDS': shell commands)
+
 Stateful commands take --state DIR (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)
 and --store URL (sqlite:///path or postgres://...; default $PORTCULLIS_STORE, else SQLite there).
 
