@@ -1,0 +1,122 @@
+package mcpgw_test
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/mcpgw"
+	"github.com/portcullis/portcullis/memstore"
+	"github.com/portcullis/portcullis/policy"
+	"github.com/portcullis/portcullis/sqlite"
+)
+
+// pipeTransports connects two ends over OS pipes with newline-delimited
+// JSON, as a stdio server and its client are connected.
+func pipeTransports(tb testing.TB) (client, server mcp.Transport) {
+	tb.Helper()
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	return &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.IOTransport{Reader: sr, Writer: sw}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
+}
+
+// BenchmarkStdioAddedLatency measures, in one run, an allowed tools/call
+// to a Go upstream made directly and made through the gateway (both hops
+// over pipes, as the stdio wrapper runs), and reports the p50 of each and
+// the gateway's added p50. With the SQLite store the allowed call waits
+// for its audit row to be durable (an fsync) before it is forwarded.
+func BenchmarkStdioAddedLatency(b *testing.B) {
+	for _, store := range []string{"memstore", "sqlite"} {
+		b.Run(store, func(b *testing.B) {
+			ctx := context.Background()
+			var st portcullis.Store
+			if store == "sqlite" {
+				s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "p.db"), sqlite.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				st = s
+			} else {
+				st = memstore.New(portcullis.SystemClock{})
+			}
+			defer st.Close()
+			pol, _, err := policy.Parse("p.yaml", []byte(testPolicy))
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := gate.New(pol, gate.WithStore(st))
+			if err != nil {
+				b.Fatal(err)
+			}
+			up := newNotes()
+			// Direct: the client talks to the upstream itself.
+			dc, ds := pipeTransports(b)
+			if _, err := up.server.Connect(ctx, ds, nil); err != nil {
+				b.Fatal(err)
+			}
+			direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(ctx, dc, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer direct.Close()
+			// Gateway: client → gateway → upstream, each hop over pipes.
+			gw, err := mcpgw.New(ctx, mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{{Name: "notes", Transport: func(ctx context.Context) (mcp.Transport, error) {
+				c, s := pipeTransports(b)
+				if _, err := up.server.Connect(context.Background(), s, nil); err != nil {
+					return nil, err
+				}
+				return c, nil
+			}}}, Agent: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer gw.Close()
+			gc, gs := pipeTransports(b)
+			if _, err := gw.Server().Connect(ctx, gs, nil); err != nil {
+				b.Fatal(err)
+			}
+			via, err := mcp.NewClient(&mcp.Implementation{Name: "via"}, nil).Connect(ctx, gc, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer via.Close()
+
+			params := &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}}
+			one := func(cs *mcp.ClientSession) time.Duration {
+				start := time.Now()
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatalf("call: %v %+v", err, res)
+				}
+				return time.Since(start)
+			}
+			one(direct)
+			one(via)
+			var dd, vd []time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				dd = append(dd, one(direct))
+				vd = append(vd, one(via))
+			}
+			b.StopTimer()
+			pd, pv := percentile(dd, 0.5), percentile(vd, 0.5)
+			b.ReportMetric(float64(pd.Microseconds()), "direct-p50-µs")
+			b.ReportMetric(float64(pv.Microseconds()), "gateway-p50-µs")
+			b.ReportMetric(float64((pv - pd).Microseconds()), "added-p50-µs")
+			b.ReportMetric(float64((percentile(vd, 0.99) - percentile(dd, 0.99)).Microseconds()), "added-p99-µs")
+		})
+	}
+}
