@@ -81,6 +81,15 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		session    string
 		noWait     bool
 	)
+	fs := newFlagSet("exec", stderr, execHelp)
+	fs.StringVar(&policyFlag, "policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	sf.register(fs)
+	nf.register(fs)
+	script := fs.String("c", "", "run these shell `commands` with the real shell (as sh -c does)")
+	fs.StringVar(&tool, "tool", "", "the policy's shell `tool` to decide under (default: the first tool with shellArg)")
+	fs.StringVar(&agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else shell)")
+	fs.StringVar(&session, "session", "", "the session `id` grants are scoped to (default $PORTCULLIS_SESSION)")
+	fs.BoolVar(&noWait, "no-wait", false, "do not wait for a person: a command that needs one exits 126 at once")
 	if len(args) > 0 && args[0] == "--shell" {
 		// A shell's command line: everything else comes from the
 		// environment, as a login shell has no other way to be told.
@@ -91,19 +100,15 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		spec = s
 	} else {
-		fs := newFlagSet("exec", stderr, execHelp)
-		fs.StringVar(&policyFlag, "policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
-		sf.register(fs)
-		nf.register(fs)
-		script := fs.String("c", "", "run these shell `commands` with the real shell (as sh -c does)")
-		fs.StringVar(&tool, "tool", "", "the policy's shell `tool` to decide under (default: the first tool with shellArg)")
-		fs.StringVar(&agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else shell)")
-		fs.StringVar(&session, "session", "", "the session `id` grants are scoped to (default $PORTCULLIS_SESSION)")
-		fs.BoolVar(&noWait, "no-wait", false, "do not wait for a person: a command that needs one exits 126 at once")
-		pos, err := parseArgs(fs, args)
-		if err != nil {
-			return err
+		// Flags come first; the command starts at "--" or at the first
+		// argument that is not a flag, and its own flags are its own.
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return &exitError{code: 2}
 		}
+		pos := fs.Args()
 		c := false
 		fs.Visit(func(f *flag.Flag) { c = c || f.Name == "c" })
 		switch {
