@@ -80,6 +80,10 @@ Usage:
   portcullis audit prune --max-age D         drop old rows behind a signed checkpoint
   portcullis unblock AGENT --challenge ID --code CODE
                                              clear a danger-zone block (--reissue: a new code; --list)
+  portcullis approvals [ID] [--watch]        pending approval requests (one in full; --watch: new ones and answers as they come)
+  portcullis approve ID [--session]          approve a request once, or for the rest of its session
+  portcullis deny ID --reason TEXT           deny a request; the agent is shown the reason
+  portcullis grants [revoke ID...]           the live grants; revoke some
   portcullis mcp [--policy FILE] -- SERVER...  wrap a stdio MCP server: every tools/call goes through the gate
   portcullis serve --config FILE             the HTTP gateway: MCP upstreams on /mcp, tokens for agents
   portcullis tools [accept UPSTREAM TOOL]    pinned MCP tool definitions; accept a changed one (shows the diff)
@@ -90,6 +94,8 @@ Usage:
 
 Stateful commands take --state DIR (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)
 and --store URL (sqlite:///path or postgres://...; default $PORTCULLIS_STORE, else SQLite there).
+approvals, approve, deny and grants talk to a running gateway with --gateway URL (or $PORTCULLIS_GATEWAY)
+and its human token (--token-file, default admin.token in the state directory), else to the store.
 
 The policy file may also be named by $PORTCULLIS_POLICY.
 Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings, or diff found changes), 2 bad input.
@@ -115,6 +121,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runAudit(ctx, rest, stdout, stderr)
 	case "unblock":
 		return runUnblock(ctx, rest, stdout, stderr)
+	case "approvals":
+		return runApprovals(ctx, rest, stdout, stderr)
+	case "approve":
+		return runApprove(ctx, rest, stdout, stderr)
+	case "deny":
+		return runDeny(ctx, rest, stdout, stderr)
+	case "grants":
+		return runGrants(ctx, rest, stdout, stderr)
 	case "mcp":
 		return runMCP(ctx, rest, stdin, stdout, stderr)
 	case "serve":
