@@ -266,9 +266,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+	h.Set("Cache-Control", "no-store")
 	if !c.hostAllowed(r.Host) {
 		c.log.Warn("console: request refused", "severity", "HIGH", "type", "HOST_NOT_ALLOWED", "host", r.Host, "remote", r.RemoteAddr)
-		h.Set("Cache-Control", "no-store")
 		http.Error(w, "Host not allowed: open the console at the address portcullis serve printed.", http.StatusForbidden)
 		return
 	}

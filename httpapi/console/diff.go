@@ -37,7 +37,12 @@ func (d diffLine) Class() string {
 }
 
 // Mark is the line's sign as a diff shows it.
-func (d diffLine) Mark() string { return string(rune(d.Op)) }
+func (d diffLine) Mark() string {
+	if d.Op == opSkip {
+		return "⋯"
+	}
+	return string(rune(d.Op))
+}
 
 // maxDiffCells bounds the work of the longest-common-subsequence table;
 // beyond it (after the common head and tail are taken off) the diff shows

@@ -1,0 +1,318 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/httpapi/console"
+	"github.com/portcullis/portcullis/memstore"
+	"github.com/portcullis/portcullis/policy"
+)
+
+const testToken = "test-login-token-0123456789abcdef"
+
+// testPolicy has a CONFIRM_SESSION tool (create_element), CONFIRM_SINGLE_USE
+// tools (delete_element, an unclassified tool), and send_email, which the
+// validator judges and whose password argument is redacted.
+const testPolicy = `version: 1
+tools:
+  list_elements: {endpoint: READ}
+  create_element: {endpoint: CREATE, summary: "create {{.type}} {{.name}}"}
+  delete_element: {endpoint: DELETE, summary: "delete {{.name}}", rationale: "Destructive operation"}
+  send_email: {endpoint: CREATE, risk: external-write, summary: "send to {{.to}}, subject {{.subject}}", redact: [password]}
+validator:
+  provider: command
+  command: [judge]
+  model: judge-1
+  rules: ./rules.md
+elements:
+  - name: Security Persona
+    type: persona
+    gatekeeper: {confirm: [create_element]}
+`
+
+// testClock is a clock the test moves.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// judge stands in for the validator's language model: it allows, with a
+// fixed confidence.
+type judge struct{}
+
+func (judge) Validate(context.Context, portcullis.ValidationRequest) (portcullis.Verdict, error) {
+	return portcullis.Verdict{Allow: true, Reasoning: "the user asked for this email", Confidence: 0.93, Provider: "command", Model: "judge-1", PromptHash: "sha256:00"}, nil
+}
+
+// recorder is a second human channel: it remembers every notice.
+type recorder struct {
+	mu      sync.Mutex
+	notices []portcullis.Notice
+}
+
+func (r *recorder) Notify(_ context.Context, n portcullis.Notice) error {
+	r.mu.Lock()
+	r.notices = append(r.notices, n)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) last(t *testing.T, kind portcullis.NoticeKind) portcullis.Notice {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.notices) - 1; i >= 0; i-- {
+		if r.notices[i].Kind == kind {
+			return r.notices[i]
+		}
+	}
+	t.Fatalf("no %s notice was sent", kind)
+	return portcullis.Notice{}
+}
+
+// both sends a notice to two notifiers.
+type both [2]portcullis.Notifier
+
+func (b both) Notify(ctx context.Context, n portcullis.Notice) error {
+	err0 := b[0].Notify(ctx, n)
+	err1 := b[1].Notify(ctx, n)
+	if err0 != nil {
+		return err0
+	}
+	return err1
+}
+
+// env is a console on a real HTTP server on 127.0.0.1, in front of a real
+// gate over a memory store, with a clock the test moves.
+type env struct {
+	t          *testing.T
+	clock      *testClock
+	st         *memstore.Store
+	g          *gate.Gate
+	c          *console.Console
+	srv        *httptest.Server
+	policyPath string
+	loadedAt   time.Time
+	heard      *recorder
+}
+
+type envOption func(*console.Options)
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	e := &env{t: t, clock: &testClock{t: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)}, heard: &recorder{}}
+	dir := t.TempDir()
+	e.policyPath = filepath.Join(dir, "policy.yaml")
+	must(t, os.WriteFile(e.policyPath, []byte(testPolicy), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "rules.md"), []byte("Emails only to acme.com.\n"), 0o600))
+	pol, _, err := policy.Load(e.policyPath)
+	must(t, err)
+	e.st = memstore.New(e.clock)
+	notices := console.NewNotices(e.clock)
+	e.g, err = gate.New(pol, gate.WithStore(e.st), gate.WithClock(e.clock), gate.WithValidator(judge{}),
+		gate.WithNotifier(both{notices, e.heard}))
+	must(t, err)
+	e.loadedAt = e.clock.Now()
+	o := console.Options{
+		Gate: e.g, Store: e.st, LoginToken: testToken, Notices: notices, Clock: e.clock,
+		PolicyLoadedAt: func() time.Time { return e.loadedAt },
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	e.c, err = console.New(o)
+	must(t, err)
+	e.srv = httptest.NewServer(e.c)
+	t.Cleanup(func() {
+		must(t, e.c.Close())
+		e.srv.Close()
+	})
+	return e
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// confirm decides a call that needs a person and returns its approval ID.
+func (e *env) confirm(c portcullis.Call) string {
+	e.t.Helper()
+	d, err := e.g.Decide(context.Background(), c)
+	must(e.t, err)
+	if d.Outcome != portcullis.OutcomeConfirm || d.ChallengeID == "" {
+		e.t.Fatalf("Decide(%s) = %s (%s); want confirm with an approval request", c.Tool, d.Outcome, d.Reason)
+	}
+	return d.ChallengeID
+}
+
+func (e *env) approval(id string) portcullis.Approval {
+	e.t.Helper()
+	a, err := e.st.Approval(context.Background(), id)
+	must(e.t, err)
+	return a
+}
+
+// auditRows returns the audit events of a kind.
+func (e *env) auditRows(kind portcullis.AuditKind) []portcullis.AuditEvent {
+	e.t.Helper()
+	recs, err := e.st.QueryAudit(context.Background(), portcullis.AuditQuery{Kind: kind, Limit: 1000})
+	must(e.t, err)
+	var out []portcullis.AuditEvent
+	for _, r := range recs {
+		ev, err := r.Event()
+		must(e.t, err)
+		out = append(out, ev)
+	}
+	return out
+}
+
+// client is a browser-like HTTP client: a cookie jar, no redirects
+// followed, and the console's own Origin on every POST.
+type client struct {
+	t      *testing.T
+	e      *env
+	hc     *http.Client
+	origin string
+}
+
+func (e *env) client() *client {
+	jar, err := cookiejar.New(nil)
+	must(e.t, err)
+	hc := &http.Client{
+		Transport:     e.srv.Client().Transport,
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &client{t: e.t, e: e, hc: hc, origin: e.srv.URL}
+}
+
+func (c *client) do(req *http.Request) (*http.Response, string) {
+	c.t.Helper()
+	resp, err := c.hc.Do(req)
+	must(c.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(c.t, err)
+	return resp, string(b)
+}
+
+func (c *client) get(path string) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.e.srv.URL+path, nil)
+	must(c.t, err)
+	return c.do(req)
+}
+
+// page GETs a page and fails unless it is 200.
+func (c *client) page(path string) string {
+	c.t.Helper()
+	resp, body := c.get(path)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET %s = %d; want 200\n%s", path, resp.StatusCode, body)
+	}
+	return body
+}
+
+func (c *client) post(path string, form url.Values) (*http.Response, string) {
+	c.t.Helper()
+	return c.postWith(path, form, func(r *http.Request) { r.Header.Set("Origin", c.origin) })
+}
+
+func (c *client) postWith(path string, form url.Values, edit func(*http.Request)) (*http.Response, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.e.srv.URL+path, strings.NewReader(form.Encode()))
+	must(c.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if edit != nil {
+		edit(req)
+	}
+	return c.do(req)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, body string) string {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token in the page:\n%s", body)
+	}
+	return m[1]
+}
+
+// login logs in with the token and a name, and fails unless it works.
+func (c *client) login(name string) {
+	c.t.Helper()
+	resp, body := c.tryLogin(testToken, name)
+	if resp.StatusCode != http.StatusSeeOther {
+		c.t.Fatalf("login = %d; want 303\n%s", resp.StatusCode, body)
+	}
+}
+
+func (c *client) tryLogin(token, name string) (*http.Response, string) {
+	c.t.Helper()
+	body := c.page("/login")
+	return c.post("/login", url.Values{"csrf": {csrfOf(c.t, body)}, "token": {token}, "name": {name}})
+}
+
+// csrf returns the session's CSRF token, as a page carries it.
+func (c *client) csrf() string {
+	c.t.Helper()
+	return csrfOf(c.t, c.page("/approvals"))
+}
+
+// act posts a form with the session's CSRF token.
+func (c *client) act(path string, form url.Values) (*http.Response, string) {
+	c.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf", c.csrf())
+	return c.post(path, form)
+}
+
+// section returns the part of body from the element with this id to the
+// end of its list item or section.
+func section(t *testing.T, body, id string) string {
+	t.Helper()
+	i := strings.Index(body, `id="`+id+`"`)
+	if i < 0 {
+		t.Fatalf("no element %q in the page:\n%s", id, body)
+	}
+	rest := body[i:]
+	for _, end := range []string{"</li>", "</section>"} {
+		if j := strings.Index(rest, end); j >= 0 {
+			return rest[:j]
+		}
+	}
+	return rest
+}
