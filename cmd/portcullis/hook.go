@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -57,7 +55,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
 	var sf stateFlags
 	sf.register(fs)
-	gateway := fs.String("gateway", "", "decide through a running gateway's POST /v1/decide at this `URL` (http://host:port or unix:///path/to.sock; default $PORTCULLIS_GATEWAY) instead of opening the store")
+	gateway := fs.String("gateway", "", "decide through a running gateway's POST /v1/decide at this `URL` (http://127.0.0.1:8470; default $PORTCULLIS_GATEWAY) instead of opening the store")
 	tokenFile := fs.String("token-file", "", "`file` holding the gateway's agent token (default $PORTCULLIS_AGENT_TOKEN, or the file $PORTCULLIS_AGENT_TOKEN_FILE)")
 	agent := fs.String("agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else the host's name)")
 	hold := fs.Bool("hold", false, "hold a call that needs a person until one answers out of band (up to approvals.wait), instead of asking in the host")
@@ -192,9 +190,8 @@ func workDir() string {
 	return wd
 }
 
-// hookClient is the decision API's client for --gateway: an http(s) URL,
-// or unix:///path for a gateway listening on a local socket. The agent
-// token comes from --token-file, $PORTCULLIS_AGENT_TOKEN or the file
+// hookClient is the decision API's client for --gateway. The agent token
+// comes from --token-file, $PORTCULLIS_AGENT_TOKEN or the file
 // $PORTCULLIS_AGENT_TOKEN_FILE.
 func hookClient(gateway, tokenFile string) (*client.Client, error) {
 	token, err := agentToken(tokenFile)
@@ -202,19 +199,7 @@ func hookClient(gateway, tokenFile string) (*client.Client, error) {
 		return nil, err
 	}
 	// No overall timeout: the hook bounds every call with its context.
-	hc := &http.Client{}
-	base := gateway
-	if sock, ok := strings.CutPrefix(gateway, "unix://"); ok {
-		if sock == "" {
-			return nil, usageError("--gateway %q names no socket (want unix:///path/to.sock)", gateway)
-		}
-		hc.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}
-		base = "http://portcullis"
-	}
-	c, err := client.New(base, token, client.WithHTTPClient(hc))
+	c, err := client.New(gateway, token)
 	if err != nil {
 		return nil, usageError("--gateway: %v", err)
 	}
