@@ -190,14 +190,6 @@ func (c *Client) ReportOutcome(ctx context.Context, runID string, o portcullis.S
 	return err
 }
 
-// Pending is the state of a decision no person has answered yet.
-type Pending struct {
-	DecisionID  string                    `json:"decisionId"`
-	ChallengeID string                    `json:"challengeId"`
-	Status      portcullis.ApprovalStatus `json:"status"`
-	ExpiresAt   time.Time                 `json:"expiresAt,omitzero"`
-}
-
 // Poll waits at most timeout (the gateway bounds it to a minute) for a
 // person to answer the approval request behind a confirm decision (GET
 // /v1/decisions/{id}/wait). done is true with the final Decision: the call

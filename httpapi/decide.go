@@ -137,15 +137,18 @@ func (a *api) wait(w http.ResponseWriter, r *http.Request, p principal) {
 	ap := list[0]
 	if ap.Status == portcullis.ApprovalPending && timeout > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		ap, err = a.gate.AwaitApproval(ctx, ap.ID)
+		got, err := a.gate.AwaitApproval(ctx, ap.ID)
 		cancel()
-		if r.Context().Err() != nil {
+		switch {
+		case r.Context().Err() != nil:
 			return // the agent went away
-		}
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		case err == nil:
+			ap = got
+		case !errors.Is(err, context.DeadlineExceeded):
 			a.fail(w, r, err)
 			return
 		}
+		// At the deadline the request is still pending, as last read.
 	}
 	switch ap.Status {
 	case portcullis.ApprovalApproved:
