@@ -72,6 +72,8 @@ Usage:
   portcullis policy lint [--strict] FILE     check a policy file and print its warnings
   portcullis policy test [-v] FILE...        run policy unit-test files
   portcullis policy diff [--json] OLD NEW    what changes between two policies: tools, elements, effective levels
+  portcullis policy replay --policy NEW [--since 7d]
+                                             re-decide the audit log's calls under NEW; list every decision that would change
   portcullis classify [--policy FILE] -- CMD classify a shell command without running it (or {"command": ...} JSON lines from stdin)
   portcullis audit tail [-n N] [-f]          the newest audit rows (and new ones as they come)
   portcullis audit query [filters]           audit rows by session, agent, tool, outcome, kind, time
@@ -98,7 +100,7 @@ approvals, approve, deny and grants talk to a running gateway with --gateway URL
 and its human token (--token-file, default admin.token in the state directory), else to the store.
 
 The policy file may also be named by $PORTCULLIS_POLICY.
-Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings, or diff found changes), 2 bad input.
+Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings, or diff or replay found changes), 2 bad input.
 See docs/POLICY.md for the policy file and docs/ARCHITECTURE.md for the pipeline.
 `
 

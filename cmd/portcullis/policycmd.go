@@ -13,7 +13,7 @@ import (
 
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError("policy needs a subcommand: lint, test or diff")
+		return usageError("policy needs a subcommand: lint, test, diff or replay")
 	}
 	switch args[0] {
 	case "lint":
@@ -22,8 +22,10 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return runPolicyTest(ctx, args[1:], stdout, stderr)
 	case "diff":
 		return runPolicyDiff(args[1:], stdout, stderr)
+	case "replay":
+		return runPolicyReplay(ctx, args[1:], stdout, stderr)
 	}
-	return usageError("unknown policy subcommand %q (want lint, test or diff)", args[0])
+	return usageError("unknown policy subcommand %q (want lint, test, diff or replay)", args[0])
 }
 
 // runPolicyLint loads a policy and prints its warnings. Exit 0 when it

@@ -99,7 +99,7 @@ func TestPolicyDiffErrors(t *testing.T) {
 	}
 }
 
-func writeTemp(t *testing.T, dir, name, content string) string {
+func writeTemp(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
