@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -359,5 +361,76 @@ func TestUpstreamFromTrace(t *testing.T) {
 	}
 	if !slices.Equal(redactedArgs(map[string]any{"a": portcullis.RedactedValue, "b": "x", "c": portcullis.RedactedValue}), []string{"a", "c"}) {
 		t.Errorf("redactedArgs does not name both redacted arguments")
+	}
+}
+
+// TestReplayRunStopsOnError checks that the pipeline ends, with the error,
+// when a change cannot be written or the context is cancelled, however
+// many workers are still busy.
+func TestReplayRunStopsOnError(t *testing.T) {
+	stateDir, _ := replayLog(t)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(stateDir, "portcullis.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pol, _, err := policy.Parse("new.yaml", []byte(strings.Replace(replayPolicy, "deny: [delete_*]", "deny: [drop_*]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRun := func() *replayRun {
+		r := &replayRun{sum: replaySummary{ByChange: map[string]int64{}, NotReplayed: map[string]int64{}, RedactedArgs: map[string]int64{}}}
+		for range 4 {
+			w, err := newReplayer(pol, stateDir, time.Time{}, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.workers = append(r.workers, w)
+		}
+		return r
+	}
+
+	r := newRun()
+	broken := errors.New("stdout is closed")
+	r.emit = func(*replayChange) error { return broken }
+	if err := r.run(ctx, st, 0); !errors.Is(err, broken) {
+		t.Errorf("run with a failing writer = %v; want %v", err, broken)
+	}
+	if r.sum.Changed != 1 {
+		t.Errorf("%d changes accounted; want the run to stop at the first", r.sum.Changed)
+	}
+
+	r = newRun()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	r.emit = func(*replayChange) error { return nil }
+	if err := r.run(cctx, st, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("run with a cancelled context = %v; want context.Canceled", err)
+	}
+
+	// In order, whatever the number of workers.
+	r = newRun()
+	var seqs []int64
+	r.emit = func(c *replayChange) error { seqs = append(seqs, c.Seq); return nil }
+	if err := r.run(ctx, st, 0); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{5, 6}; !slices.Equal(seqs, want) {
+		t.Errorf("changes at rows %v; want %v", seqs, want)
+	}
+	if r.sum.Scanned != 20 {
+		t.Errorf("scanned %d rows; want 20", r.sum.Scanned)
+	}
+}
+
+func TestReplayStoreURL(t *testing.T) {
+	stateDir, policyPath := replayLog(t)
+	code, stdout, stderr := runCLI(t, "", "policy", "replay", "--policy", policyPath, "--store", "sqlite://"+filepath.Join(stateDir, "portcullis.db"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, stderr)
+	}
+	if _, sum := replayChanges(t, stdout); sum.Replayed != 18 {
+		t.Errorf("--store sqlite://...: %d replayed; want 18", sum.Replayed)
 	}
 }
