@@ -309,7 +309,7 @@ func TestAllowedHosts(t *testing.T) {
 }
 
 func TestBaseURLHostAndOrigin(t *testing.T) {
-	e := newEnv(t, func(o *console.Options) { o.BaseURL = "https://gate.example.com" })
+	e := newEnv(t, func(o *console.Options, _ string) { o.BaseURL = "https://gate.example.com" })
 	c := e.client()
 	// The base URL's host is allowed besides the loopback names, and its
 	// origin is accepted for forms (a TLS-terminating proxy in front).

@@ -109,11 +109,12 @@ func (b both) Notify(ctx context.Context, n portcullis.Notice) error {
 }
 
 // env is a console on a real HTTP server on 127.0.0.1, in front of a real
-// gate over a memory store, with a clock the test moves.
+// gate over a real store. newEnv uses a memory store and a clock the test
+// moves (clock); the browser tests use SQLite and the system clock.
 type env struct {
 	t          *testing.T
-	clock      *testClock
-	st         *memstore.Store
+	clock      *testClock // nil on the system clock
+	st         portcullis.Store
 	g          *gate.Gate
 	c          *console.Console
 	srv        *httptest.Server
@@ -122,33 +123,43 @@ type env struct {
 	heard      *recorder
 }
 
-type envOption func(*console.Options)
+// envOption adjusts the console's options; addr is the server's host:port.
+type envOption func(o *console.Options, addr string)
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	e := &env{t: t, clock: &testClock{t: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)}, heard: &recorder{}}
+	clock := &testClock{t: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)}
+	e := build(t, memstore.New(clock), clock, opts...)
+	e.clock = clock
+	return e
+}
+
+func build(t *testing.T, st portcullis.Store, clock portcullis.Clock, opts ...envOption) *env {
+	t.Helper()
+	e := &env{t: t, st: st, heard: &recorder{}}
 	dir := t.TempDir()
 	e.policyPath = filepath.Join(dir, "policy.yaml")
 	must(t, os.WriteFile(e.policyPath, []byte(testPolicy), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "rules.md"), []byte("Emails only to acme.com.\n"), 0o600))
 	pol, _, err := policy.Load(e.policyPath)
 	must(t, err)
-	e.st = memstore.New(e.clock)
-	notices := console.NewNotices(e.clock)
-	e.g, err = gate.New(pol, gate.WithStore(e.st), gate.WithClock(e.clock), gate.WithValidator(judge{}),
+	notices := console.NewNotices(clock)
+	e.g, err = gate.New(pol, gate.WithStore(e.st), gate.WithClock(clock), gate.WithValidator(judge{}),
 		gate.WithNotifier(both{notices, e.heard}))
 	must(t, err)
-	e.loadedAt = e.clock.Now()
+	e.loadedAt = clock.Now()
+	e.srv = httptest.NewUnstartedServer(nil)
 	o := console.Options{
-		Gate: e.g, Store: e.st, LoginToken: testToken, Notices: notices, Clock: e.clock,
+		Gate: e.g, Store: e.st, LoginToken: testToken, Notices: notices, Clock: clock,
 		PolicyLoadedAt: func() time.Time { return e.loadedAt },
 	}
 	for _, f := range opts {
-		f(&o)
+		f(&o, e.srv.Listener.Addr().String())
 	}
 	e.c, err = console.New(o)
 	must(t, err)
-	e.srv = httptest.NewServer(e.c)
+	e.srv.Config.Handler = e.c
+	e.srv.Start()
 	t.Cleanup(func() {
 		must(t, e.c.Close())
 		e.srv.Close()

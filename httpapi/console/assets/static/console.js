@@ -67,16 +67,22 @@
         return r.text();
       })
       .then(function (html) {
-        if (typeof html === "string") {
-          main.innerHTML = html;
-          main.setAttribute("data-version", String(Number(main.getAttribute("data-version") || "0") + 1));
-          scheduleExpiry();
+        if (typeof html !== "string") {
+          return;
         }
+        if (busy()) {
+          // The person started typing while the page was fetched.
+          waiting = true;
+          return;
+        }
+        main.innerHTML = html;
+        main.setAttribute("data-version", String(Number(main.getAttribute("data-version") || "0") + 1));
+        scheduleExpiry();
       })
       .catch(function () {})
       .then(function () {
         inflight = false;
-        if (live.getAttribute("data-state") === "on") {
+        if (live.getAttribute("data-state") === "on" && !waiting) {
           live.textContent = "live";
         }
         if (again) {
