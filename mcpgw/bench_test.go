@@ -2,7 +2,7 @@ package mcpgw_test
 
 import (
 	"context"
-	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -22,8 +22,14 @@ import (
 // JSON, as a stdio server and its client are connected.
 func pipeTransports(tb testing.TB) (client, server mcp.Transport) {
 	tb.Helper()
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
+	cr, sw, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sr, cw, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.IOTransport{Reader: sr, Writer: sw}
 }
 

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,8 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/httpapi"
+	"github.com/portcullis/portcullis/httpapi/console"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/notify"
 )
@@ -254,13 +257,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer cleanup()
-	human := notify.Multi{notify.NewWriter(stdout)}
+	// The console is a human channel too: it shows block codes to the
+	// person who logs in.
+	notices := console.NewNotices(nil)
+	human := notify.Multi{notify.NewWriter(stdout), notices}
 	if extra != nil {
 		human = append(human, extra)
 	}
 	g, pol, err := loadAgentGate(cfg.Policy, stderr, gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, *cfgPath), gate.WithNotifier(human))
 	if err != nil {
 		return err
+	}
+	loadedAt := time.Now()
+	// The people's token: the console's login token and the approvals
+	// API's bearer token, 0600 in the state directory.
+	humanToken, err := secretFile(dir, "admin.token")
+	if err != nil {
+		return fmt.Errorf("human token: %w", err)
 	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -290,7 +303,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ShowDenied:  cfg.ShowDenied,
 		Notifier:    human,
 		Logger:      log,
-		ApprovalURL: func(id string) string { return base + "/approvals/" + id },
+		ApprovalURL: func(id string) string { return base + console.ApprovalPath(id) },
 	})
 	if err != nil {
 		ln.Close()
@@ -308,15 +321,46 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return err
 	}
+	agentOf := func(tok string) (string, bool) {
+		a, ok := tokens[tokenHash(tok)]
+		return a.Name, ok
+	}
+	var hosts []string
+	if u, err := url.Parse(base); err == nil && u.Host != "" && cfg.PublicURL != "" {
+		hosts = append(hosts, u.Host)
+	}
+	api, err := httpapi.New(httpapi.Options{
+		Gate: g, Store: st, AgentToken: agentOf, HumanToken: humanToken, AllowedHosts: hosts, Logger: log,
+		Ready: func(ctx context.Context) error {
+			_, err := st.Blocks(ctx)
+			return err
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	con, err := console.New(console.Options{
+		Gate: g, Store: st, LoginToken: humanToken, AllowedHosts: hosts, BaseURL: base, Notices: notices, Logger: log,
+		PolicyLoadedAt: func() time.Time { return loadedAt },
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpHandler)
 	mux.Handle("/mcp/", mcpHandler)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	for _, p := range httpapi.MountPoints() {
+		mux.Handle(p, api)
+	}
+	mux.Handle("/", con)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	for _, c := range cfg.created {
 		fmt.Fprintf(stdout, "portcullis: created the token of agent %s (0600); clients send it as Authorization: Bearer <token>\n", c)
 	}
 	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%d upstreams, %d agents); state in %s\n", base, len(ups), len(tokens), dir)
+	fmt.Fprintf(stdout, "portcullis: console on %s/ (log in with the token in %s)\n", base, filepath.Join(dir, "admin.token"))
 	for _, t := range gw.Tools() {
 		if t.Changed {
 			fmt.Fprintf(stdout, "portcullis: tool %s of upstream %s changed since it was pinned; calls are held until `portcullis tools accept %s %s`\n", t.Tool, t.Upstream, t.Upstream, t.Tool)

@@ -173,6 +173,44 @@ func TestServeRefusesAgentsWithoutToken(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("read through serve: %v %+v", err, res)
 	}
+
+	// The same process serves the approvals API (people's token only),
+	// the health probes and the console.
+	human, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), "state", "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path, tok string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", s.url+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		path, tok string
+		want      int
+	}{
+		{"/healthz", "", 200},
+		{"/readyz", "", 200},
+		{"/v1/approvals", token, 403},
+		{"/v1/approvals", strings.TrimSpace(string(human)), 200},
+		{"/v1/openapi.json", "", 200},
+	} {
+		if got := get(c.path, c.tok); got != c.want {
+			t.Errorf("GET %s (token %.6q…) = %d; want %d", c.path, c.tok, got, c.want)
+		}
+	}
+	if got := get("/", ""); got != 200 && got != 303 && got != 302 {
+		t.Errorf("GET / (the console) = %d; want its login page", got)
+	}
 }
 
 // TestServeReplicasSharePostgres runs two `portcullis serve` processes on
