@@ -56,6 +56,10 @@ func chromiumPath(t *testing.T) string {
 // in the console's pages.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	// Not t.TempDir: Chromium's helper processes may still write to their
+	// profile for a moment after the browser is gone.
+	profile, err := os.MkdirTemp("", "portcullis-chromium-")
+	must(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Flag("headless", true),
@@ -68,7 +72,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1200, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -78,6 +82,13 @@ func browser(t *testing.T) context.Context {
 		cancelTime()
 		cancelTab()
 		cancelAlloc()
+		for range 100 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("could not remove the browser profile %s", profile)
 	})
 	var mu sync.Mutex
 	var problems []string

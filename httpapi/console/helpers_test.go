@@ -83,7 +83,7 @@ func (r *recorder) Notify(_ context.Context, n portcullis.Notice) error {
 	return nil
 }
 
-func (r *recorder) last(t *testing.T, kind portcullis.NoticeKind) portcullis.Notice {
+func (r *recorder) last(t testing.TB, kind portcullis.NoticeKind) portcullis.Notice {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,7 +112,7 @@ func (b both) Notify(ctx context.Context, n portcullis.Notice) error {
 // gate over a real store. newEnv uses a memory store and a clock the test
 // moves (clock); the browser tests use SQLite and the system clock.
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	clock      *testClock // nil on the system clock
 	st         portcullis.Store
 	g          *gate.Gate
@@ -126,7 +126,7 @@ type env struct {
 // envOption adjusts the console's options; addr is the server's host:port.
 type envOption func(o *console.Options, addr string)
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	clock := &testClock{t: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)}
 	e := build(t, memstore.New(clock), clock, opts...)
@@ -134,7 +134,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	return e
 }
 
-func build(t *testing.T, st portcullis.Store, clock portcullis.Clock, opts ...envOption) *env {
+func build(t testing.TB, st portcullis.Store, clock portcullis.Clock, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, st: st, heard: &recorder{}}
 	dir := t.TempDir()
@@ -167,7 +167,7 @@ func build(t *testing.T, st portcullis.Store, clock portcullis.Clock, opts ...en
 	return e
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func (e *env) auditRows(kind portcullis.AuditKind) []portcullis.AuditEvent {
 // client is a browser-like HTTP client: a cookie jar, no redirects
 // followed, and the console's own Origin on every POST.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	e      *env
 	hc     *http.Client
 	origin string
@@ -271,7 +271,7 @@ func (c *client) postWith(path string, form url.Values, edit func(*http.Request)
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func csrfOf(t *testing.T, body string) string {
+func csrfOf(t testing.TB, body string) string {
 	t.Helper()
 	m := csrfRE.FindStringSubmatch(body)
 	if m == nil {
@@ -313,7 +313,7 @@ func (c *client) act(path string, form url.Values) (*http.Response, string) {
 
 // section returns the part of body from the element with this id to the
 // end of its list item or section.
-func section(t *testing.T, body, id string) string {
+func section(t testing.TB, body, id string) string {
 	t.Helper()
 	i := strings.Index(body, `id="`+id+`"`)
 	if i < 0 {

@@ -30,17 +30,46 @@ const (
 	decisionLookback = 10 * time.Minute
 )
 
-// approvalItem is an approval request as a list shows it.
-type approvalItem struct {
-	portcullis.Approval
-	ArgsPreview string
+// card is a pending request as the pending list shows it: every field
+// ready to print (agent text made visible, times formatted), so the page
+// costs the template as little as possible.
+type card struct {
+	ID, Path, Tool, Summary, Agent, Session, Args  string
+	Level, LevelClass                              string
+	Asked, AskedAgo, Expires, ExpiresIn, ExpiresAt string
+	Decide                                         decideView
+}
+
+// decideView is the data of the "decide" template: one pending request's
+// answer forms.
+type decideView struct {
+	CSRF, Path, Return string
+	ForSession         bool
 }
 
 type pendingView struct {
-	Items []approvalItem
+	Items []card
 }
 
 func (v pendingView) pendingCount() int { return len(v.Items) }
+
+func (c *Console) card(a portcullis.Approval, csrf string) card {
+	now := c.clock.Now()
+	p := ApprovalPath(a.ID)
+	k := card{
+		ID: a.ID, Path: p, Tool: visible(a.Tool, false), Summary: visible(a.Reason, false),
+		Agent: visible(a.Call.Agent, false), Session: visible(a.Call.Session, false),
+		Args:  visible(c.argsPreview(a), false),
+		Level: a.Level.String(), LevelClass: levelClass(a.Level),
+		Asked: fmtTime(a.CreatedAt), AskedAgo: ago(now, a.CreatedAt),
+		Expires: fmtTime(a.ExpiresAt), ExpiresIn: until(now, a.ExpiresAt),
+		Decide: decideView{CSRF: csrf, Path: p, Return: "/approvals", ForSession: a.Level == portcullis.ConfirmSession},
+	}
+	if !a.ExpiresAt.IsZero() {
+		k.ExpiresAt = a.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return k
+}
 
 func (c *Console) pendingPage(w http.ResponseWriter, r *http.Request, s *session) {
 	as, err := c.store.Approvals(r.Context(), portcullis.ApprovalFilter{Status: portcullis.ApprovalPending, Limit: listLimit})
@@ -48,9 +77,9 @@ func (c *Console) pendingPage(w http.ResponseWriter, r *http.Request, s *session
 		c.fail(w, r, "Listing pending approvals", err)
 		return
 	}
-	v := pendingView{Items: make([]approvalItem, len(as))}
+	v := pendingView{Items: make([]card, len(as))}
 	for i, a := range as {
-		v.Items[i] = approvalItem{Approval: a, ArgsPreview: c.argsPreview(a)}
+		v.Items[i] = c.card(a, s.csrf)
 	}
 	c.render(w, r, s, http.StatusOK, pageInfo{name: "pending", title: "Pending approvals", live: "approval"}, v)
 }
@@ -117,7 +146,7 @@ func marshal(v any, indent bool) ([]byte, error) {
 
 type decidedView struct {
 	Status string
-	Items  []approvalItem
+	Items  []portcullis.Approval
 }
 
 func (c *Console) decidedPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -138,7 +167,7 @@ func (c *Console) decidedPage(w http.ResponseWriter, r *http.Request, s *session
 		if a.Status == portcullis.ApprovalPending {
 			continue
 		}
-		v.Items = append(v.Items, approvalItem{Approval: a, ArgsPreview: c.argsPreview(a)})
+		v.Items = append(v.Items, a)
 	}
 	c.render(w, r, s, http.StatusOK, pageInfo{name: "decided", title: "Decided approvals", live: "approval"}, v)
 }
@@ -157,7 +186,7 @@ type approvalView struct {
 	PolicyHash string
 	// History is what people did about it (audit rows).
 	History []auditItem
-	Return  string
+	Decide  decideView
 }
 
 func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -167,7 +196,7 @@ func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, "Reading the approval", err)
 		return
 	}
-	v := approvalView{A: a, Return: ApprovalPath(a.ID)}
+	v := approvalView{A: a, Decide: decideView{CSRF: s.csrf, Path: ApprovalPath(a.ID), Return: ApprovalPath(a.ID), ForSession: a.Level == portcullis.ConfirmSession}}
 	names := c.redactNames(a.Tool)
 	for _, n := range names {
 		if _, ok := a.Call.Args[n]; ok {

@@ -226,30 +226,28 @@ func (c *Console) funcs() template.FuncMap {
 			}
 			return t.UTC().Format(time.RFC3339)
 		},
-		"ago":   func(t time.Time) string { return ago(c.clock.Now(), t) },
-		"until": func(t time.Time) string { return until(c.clock.Now(), t) },
-		"path":  url.PathEscape,
-		"query": url.QueryEscape,
-		"levelClass": func(l portcullis.Level) string {
-			switch l {
-			case portcullis.AutoApprove:
-				return "auto"
-			case portcullis.ConfirmSession:
-				return "session"
-			case portcullis.ConfirmSingleUse:
-				return "single"
-			case portcullis.Deny:
-				return "deny"
-			}
-			return "none"
-		},
-		"isSession": func(l portcullis.Level) bool { return l == portcullis.ConfirmSession },
-		// decideArgs is the data of the "decide" template: one approval's
-		// answer forms.
-		"decideArgs": func(csrf string, a portcullis.Approval, ret string) map[string]any {
-			return map[string]any{"CSRF": csrf, "A": a, "Return": ret}
-		},
+		"ago":        func(t time.Time) string { return ago(c.clock.Now(), t) },
+		"until":      func(t time.Time) string { return until(c.clock.Now(), t) },
+		"path":       url.PathEscape,
+		"query":      url.QueryEscape,
+		"levelClass": levelClass,
+		"isSession":  func(l portcullis.Level) bool { return l == portcullis.ConfirmSession },
 	}
+}
+
+// levelClass names a level's style.
+func levelClass(l portcullis.Level) string {
+	switch l {
+	case portcullis.AutoApprove:
+		return "auto"
+	case portcullis.ConfirmSession:
+		return "session"
+	case portcullis.ConfirmSingleUse:
+		return "single"
+	case portcullis.Deny:
+		return "deny"
+	}
+	return "none"
 }
 
 func fmtTime(t time.Time) string {
