@@ -279,7 +279,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.limiter.fail(client, now)
 		c.mu.Unlock()
 		c.log.Warn("console: login failed", "severity", "HIGH", "type", "LOGIN_FAILED", "remote", r.RemoteAddr)
-		v.Error = "Wrong token. portcullis serve prints the login token when it starts, and keeps it in a file in its state directory."
+		v.Error = "Wrong token. The login token is in the file portcullis serve names when it starts (admin.token in its state directory)."
 		c.renderLogin(w, r, http.StatusUnauthorized, v)
 		return
 	}

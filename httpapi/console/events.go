@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -38,7 +39,9 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 
 	rc := http.NewResponseController(w)
 	// A server's WriteTimeout must not cut a stream that is meant to last.
-	_ = rc.SetWriteDeadline(time.Time{}) // ErrNotSupported: nothing to lift
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		c.log.Warn("console: event stream: lift the write deadline", "err", err)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
