@@ -93,6 +93,8 @@ Usage:
   portcullis hook install claude-code [--project|--user] --policy FILE
                                              add the hook to Claude Code's settings (merged, with a backup)
   portcullis exec [--policy FILE] -- CMD...  decide a shell command, wait for a person if one must approve it, run it (-c 'CMDS': shell commands)
+  portcullis version [--json]                the version, commit and build date
+  portcullis completion bash|zsh|fish        a shell completion script
 
 Stateful commands take --state DIR (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)
 and --store URL (sqlite:///path or postgres://...; default $PORTCULLIS_STORE, else SQLite there).
@@ -141,6 +143,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runHook(ctx, rest, stdin, stdout, stderr)
 	case "exec":
 		return runExec(ctx, rest, stdin, stdout, stderr)
+	case "version":
+		return runVersion(rest, stdout, stderr)
+	case "completion":
+		return runCompletion(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
