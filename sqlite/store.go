@@ -45,6 +45,12 @@ type Options struct {
 	// Logger receives what goes wrong in the background (a watch that
 	// cannot poll, a failed trim). Nil discards.
 	Logger *slog.Logger
+	// NoQuickCheck skips PRAGMA quick_check at Open. quick_check reads the
+	// whole file — seconds for a large audit log — which a process that
+	// opens the store for a single decision (a host hook, the shell gate)
+	// cannot pay every time. A damaged page is then found by the first
+	// query that reads it, and that query's error denies the call.
+	NoQuickCheck bool
 }
 
 // Store is a portcullis.Store in one SQLite file. It is safe for concurrent
@@ -53,6 +59,8 @@ type Store struct {
 	path  string
 	clock portcullis.Clock
 	log   *slog.Logger
+
+	noQuickCheck bool // Options.NoQuickCheck
 
 	wdb  *sql.DB // one connection: the writes of this process, in BEGIN IMMEDIATE transactions
 	rdb  *sql.DB // a pool of read-only connections
@@ -94,7 +102,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, done: make(chan struct{}), written: make(chan struct{}, 1)}
+	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, noQuickCheck: opts.NoQuickCheck, done: make(chan struct{}), written: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = portcullis.SystemClock{}
 	}
@@ -199,8 +207,10 @@ func (s *Store) open(ctx context.Context) error {
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("sqlite: open %s: the file is in journal mode %q, not WAL; keep the state directory on a local file system", s.path, mode)
 	}
-	if err := s.quickCheck(ctx); err != nil {
-		return err
+	if !s.noQuickCheck {
+		if err := s.quickCheck(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.migrate(ctx); err != nil {
 		return err

@@ -73,7 +73,7 @@ func (s *execSpec) command() (string, error) {
 func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var (
 		spec       execSpec
-		sf         stateFlags
+		sf         = stateFlags{perCall: true} // one decision per process
 		nf         notifyFlags
 		policyFlag string
 		tool       string

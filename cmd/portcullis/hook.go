@@ -53,7 +53,9 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	fs := newFlagSet("hook "+host.Name(), stderr, hookHelp)
 	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
-	var sf stateFlags
+	// The hook opens the store for one decision, per tool call: it skips
+	// SQLite's whole-file check (seconds on a large audit log).
+	sf := stateFlags{perCall: true}
 	sf.register(fs)
 	gateway := fs.String("gateway", "", "decide through a running gateway's POST /v1/decide at this `URL` (http://127.0.0.1:8470; default $PORTCULLIS_GATEWAY) instead of opening the store")
 	tokenFile := fs.String("token-file", "", "`file` holding the gateway's agent token (default $PORTCULLIS_AGENT_TOKEN, or the file $PORTCULLIS_AGENT_TOKEN_FILE)")

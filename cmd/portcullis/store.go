@@ -24,6 +24,9 @@ import (
 type stateFlags struct {
 	state string
 	store string
+	// perCall is set by commands that open the store for one decision
+	// (hook, exec): SQLite's whole-file quick_check is skipped at open.
+	perCall bool
 }
 
 func (s *stateFlags) register(fs *flag.FlagSet) {
@@ -94,7 +97,7 @@ func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Sto
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
-		st, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log})
+		st, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, NoQuickCheck: s.perCall})
 		if err != nil {
 			return nil, err
 		}
