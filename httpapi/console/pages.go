@@ -51,7 +51,13 @@ type pendingView struct {
 	Items []card
 }
 
-func (v pendingView) pendingCount() int { return len(v.Items) }
+// pendingCount is the list's length, unless the list was cut at listLimit.
+func (v pendingView) pendingCount() int {
+	if len(v.Items) >= listLimit {
+		return -1
+	}
+	return len(v.Items)
+}
 
 func (c *Console) card(a portcullis.Approval, csrf string) card {
 	now := c.clock.Now()

@@ -124,8 +124,9 @@ type pageInfo struct {
 	name, title, live string
 }
 
-// pendingCounter is implemented by page data that already knows how many
-// approvals are pending, so rendering does not ask the store again.
+// pendingCounter is implemented by page data that may already know how
+// many approvals are pending (-1: it does not), so rendering does not ask
+// the store again.
 type pendingCounter interface{ pendingCount() int }
 
 const pendingCountLimit = 1000
@@ -151,9 +152,11 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 	v := view{Title: p.title, Nav: p.name, Live: p.live, Pending: -1, Asset: assetVersion, Data: data}
 	if s != nil {
 		v.User, v.CSRF = s.actor(), s.csrf
+		v.Pending = -1
 		if pc, ok := data.(pendingCounter); ok {
 			v.Pending = pc.pendingCount()
-		} else {
+		}
+		if v.Pending < 0 {
 			v.Pending = c.pendingCount(r.Context())
 		}
 	}
