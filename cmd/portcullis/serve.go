@@ -233,6 +233,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Listen = *listen
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tuneGC()
 	tokens, err := cfg.agentTokens()
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}

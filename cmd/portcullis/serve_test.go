@@ -44,7 +44,7 @@ type serveProc struct {
 
 // startServe starts `portcullis serve --config cfg` and waits for its
 // "serving" line.
-func startServe(t *testing.T, cfg string) *serveProc {
+func startServe(t testing.TB, cfg string) *serveProc {
 	t.Helper()
 	raw, _ := json.Marshal([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:0"})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -118,7 +118,7 @@ func connectHTTP(t *testing.T, base, token string) *mcp.ClientSession {
 	return cs
 }
 
-func writeServeConfig(t *testing.T, store string) (cfgPath, token string) {
+func writeServeConfig(t testing.TB, store string) (cfgPath, token string) {
 	t.Helper()
 	dir := t.TempDir()
 	var b [16]byte
@@ -297,5 +297,49 @@ func TestServeReplicasSharePostgres(t *testing.T) {
 		if !r.IsError || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, "blocked") {
 			t.Fatalf("replica %s let a blocked agent read: %+v", name, r.Content)
 		}
+	}
+}
+
+// BenchmarkServeIdleMemory builds the portcullis binary, starts `serve`
+// with one upstream, and reports the idle process's resident memory: all of
+// it, and the anonymous part (heap, stacks) without the binary's
+// file-backed pages.
+func BenchmarkServeIdleMemory(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "portcullis")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		cfg, _ := writeServeConfig(b, "")
+		cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() && !strings.Contains(sc.Text(), "serving MCP") {
+		}
+		go io.Copy(io.Discard, out)
+		time.Sleep(3 * time.Second) // idle
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		cmd.Process.Kill()
+		cmd.Wait()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			for key, metric := range map[string]string{"VmRSS:": "idle-RSS-MB", "RssAnon:": "idle-anon-MB"} {
+				if strings.HasPrefix(line, key) {
+					var kb float64
+					fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, key)), "%f", &kb)
+					b.ReportMetric(kb/1024, metric)
+				}
+			}
+		}
+		b.StartTimer()
 	}
 }

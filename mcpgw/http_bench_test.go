@@ -1,0 +1,120 @@
+package mcpgw_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/mcpgw"
+	"github.com/portcullis/portcullis/memstore"
+	"github.com/portcullis/portcullis/policy"
+)
+
+type tokenHeader struct{ base http.RoundTripper }
+
+func (t tokenHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer agent-token")
+	return t.base.RoundTrip(r)
+}
+
+// httpGateway starts the HTTP gateway over a trivial in-process upstream
+// on a loopback listener.
+func httpGateway(tb testing.TB) (*httptest.Server, *mcpgw.Gateway) {
+	tb.Helper()
+	pol, _, err := policy.Parse("p.yaml", []byte(testPolicy))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st := memstore.New(portcullis.SystemClock{})
+	g, err := gate.New(pol, gate.WithStore(st))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	up := newNotes()
+	gw, err := mcpgw.New(context.Background(), mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{up.upstream("notes")}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, err := gw.Handler(mcpgw.HTTPOptions{AgentOf: func(tok string) (string, bool) { return "bot", tok == "agent-token" }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	tb.Cleanup(func() { srv.Close(); gw.Close() })
+	return srv, gw
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// BenchmarkHTTPGateway opens 1,000 client sessions over Streamable HTTP
+// and drives allowed tools/call requests through all of them at once,
+// reporting calls per second and the heap the sessions hold.
+func BenchmarkHTTPGateway(b *testing.B) {
+	// As the serve command runs it (see tuneGC there).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	idle := heapInUse()
+	srv, _ := httpGateway(b)
+	const sessions = 1000
+	client := &http.Client{Transport: tokenHeader{&http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}}
+	css := make([]*mcp.ClientSession, sessions)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range css {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "load"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: client, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			css[i] = cs
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	withSessions := heapInUse()
+	b.Cleanup(func() {
+		for _, cs := range css {
+			cs.Close()
+		}
+	})
+	params := &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}}
+	var next atomic.Int64
+	b.SetParallelism(64) // 128 concurrent callers on 2 cores
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			cs := css[int(next.Add(1))%sessions]
+			res, err := cs.CallTool(ctx, params)
+			if err != nil || res.IsError {
+				b.Errorf("call: %v", err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+	b.ReportMetric(float64(withSessions-min(idle, withSessions))/(1<<20), "heap-with-1000-sessions-MB")
+}
