@@ -124,7 +124,7 @@ func (n *notes) crash() {
 }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	gate  *gate.Gate
 	store *memstore.Store
 	gw    *mcpgw.Gateway
@@ -187,7 +187,7 @@ func (h *humanChannel) codes() []string {
 	return out
 }
 
-func newHarness(t *testing.T, src string, mod func(*mcpgw.Config)) *harness {
+func newHarness(t testing.TB, src string, mod func(*mcpgw.Config)) *harness {
 	t.Helper()
 	pol, _, err := policy.Parse("policy.yaml", []byte(src))
 	if err != nil {
