@@ -278,6 +278,10 @@ func (h *Handler) Decide(ctx context.Context, host Host, ev *Event) (Verdict, er
 	if err != nil {
 		return Verdict{}, err
 	}
+	if len(acts) == 0 {
+		// Nothing decided is nothing allowed.
+		return Verdict{}, fmt.Errorf("%s: no call to decide", ev.ToolName)
+	}
 	conv := h.conversation(host, ev)
 	agent := h.opts.Agent
 	if agent == "" {

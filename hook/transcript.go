@@ -49,6 +49,13 @@ var DefaultTranscriptBounds = TranscriptBounds{TailBytes: 1 << 20, Messages: 40,
 // person typed; tool results are "tool"; injected context (Claude Code's
 // meta messages and compaction summaries, sub-agent turns) is left out.
 func ReadTranscript(path string, f TranscriptFormat, b TranscriptBounds) ([]portcullis.Message, error) {
+	// A FIFO or a device would block or never end: regular files only,
+	// checked before opening (opening a FIFO blocks).
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -106,5 +107,13 @@ func TestReadTranscriptRefusesOddFiles(t *testing.T) {
 	}
 	if _, err := hook.ReadTranscript(filepath.Join(t.TempDir(), "missing"), hook.TranscriptJSONLines, hook.DefaultTranscriptBounds); err == nil {
 		t.Error("a missing transcript: no error")
+	}
+	// A FIFO would block the hook at open: refused without opening it.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hook.ReadTranscript(fifo, hook.TranscriptJSONLines, hook.DefaultTranscriptBounds); err == nil {
+		t.Error("a FIFO as transcript: no error")
 	}
 }
