@@ -13,7 +13,7 @@ import (
 
 // progressEvery is how often a held call tells a client that sent a
 // progress token that it is still waiting.
-const progressEvery = 5 * time.Second
+var progressEvery = 5 * time.Second
 
 // hold keeps a call that needs a person open while the people are asked
 // (the gate has already recorded the approval request and notified them):
@@ -105,7 +105,13 @@ func (g *Gateway) heartbeat(ctx context.Context, ss *mcp.ServerSession, tok any,
 	}
 }
 
+// supportsURLElicitation says whether the gateway may send the client a
+// URL-mode elicitation while a call is held: the client declared the
+// capability, and its protocol version still lets a server send requests
+// while it serves one (2026-07-28 replaced that with multi round-trip
+// input requests; such clients get progress notifications only).
 func supportsURLElicitation(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
-	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil &&
+		ip.ProtocolVersion != "" && ip.ProtocolVersion < "2026-07-28"
 }

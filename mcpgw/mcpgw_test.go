@@ -218,12 +218,19 @@ func newHarness(t testing.TB, src string, mod func(*mcpgw.Config)) *harness {
 // over the stdio wrapper.
 func (h *harness) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
 	h.t.Helper()
+	return h.connectVersion(opts, "")
+}
+
+// connectVersion connects a client that speaks the given protocol version
+// ("" for the SDK's latest).
+func (h *harness) connectVersion(opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	h.t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	if _, err := h.gw.Server().Connect(ctx, st, nil); err != nil {
 		h.t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -633,5 +640,65 @@ func TestArgumentsThatAreNotAnObjectAreRefused(t *testing.T) {
 	}
 	if h.up.count("read_note") != 0 {
 		t.Fatal("a call with malformed arguments reached the upstream")
+	}
+}
+
+func TestHeldCallReportsProgressAndSendsThePersonToTheConsole(t *testing.T) {
+	defer mcpgw.SetProgressEvery(10 * time.Millisecond)()
+	h := newHarness(t, testPolicy, func(c *mcpgw.Config) {
+		c.ApprovalURL = func(id string) string { return "http://127.0.0.1:8470/approvals/" + id }
+	})
+	progress := make(chan string, 16)
+	elicited := make(chan *mcp.ElicitParams, 1)
+	cs := h.connectVersion(&mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progress <- r.Params.Message:
+			default:
+			}
+		},
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			elicited <- r.Params
+			// The client saying "accept" must not approve anything.
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	}, "2025-11-25") // before 2026-07-28, a server may ask while it serves
+	params := &mcp.CallToolParams{Name: "write_note", Arguments: map[string]any{"id": 9}}
+	params.SetProgressToken("p-1")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), params)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	a := waitPending(t, h.store)
+	select {
+	case e := <-elicited:
+		if e.Mode != "url" || e.URL != "http://127.0.0.1:8470/approvals/"+a.ID {
+			t.Fatalf("elicitation = %+v; want the console page of %s", e, a.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was not sent to the console")
+	}
+	select {
+	case msg := <-progress:
+		if !strings.Contains(msg, a.ID) {
+			t.Fatalf("progress message %q does not name the approval request", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress while the call was held")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if h.up.count("write_note") != 0 {
+		t.Fatal("the client's accepting the elicitation let the call through")
+	}
+	if _, err := h.gate.Approve(context.Background(), a.ID, "ana", false); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r == nil || r.IsError {
+		t.Fatalf("approved call = %+v", r)
 	}
 }
