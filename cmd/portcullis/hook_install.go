@@ -101,7 +101,11 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	changed, err := installClaudeHook(settings, command, timeout)
+	quotedExe, err := shellJoin(words[:1])
+	if err != nil {
+		return err
+	}
+	changed, err := installClaudeHook(settings, command, quotedExe, timeout)
 	if err != nil {
 		return err
 	}
@@ -127,15 +131,19 @@ func shellJoin(words []string) (string, error) {
 }
 
 // isPortcullisHook reports whether a hook command is one this command
-// installed: it runs a portcullis binary's `hook claude-code`.
-func isPortcullisHook(command string) bool {
-	return strings.Contains(command, "portcullis") && strings.Contains(command, " hook claude-code")
+// installed: it runs this binary (exe, as quoted in commands), or any
+// portcullis binary, as `hook claude-code`.
+func isPortcullisHook(command, exe string) bool {
+	if !strings.Contains(command, " hook claude-code") {
+		return false
+	}
+	return strings.Contains(command, "portcullis") || strings.HasPrefix(command, exe+" ")
 }
 
 // installClaudeHook merges the hook into the settings file and reports
 // whether the file changed. The file is replaced atomically; the previous
 // version is kept as <file>.bak.
-func installClaudeHook(path, command string, timeout int) (bool, error) {
+func installClaudeHook(path, command, exe string, timeout int) (bool, error) {
 	old, err := os.ReadFile(path)
 	mode := fs.FileMode(0o644)
 	switch {
@@ -148,7 +156,7 @@ func installClaudeHook(path, command string, timeout int) (bool, error) {
 			mode = st.Mode().Perm()
 		}
 	}
-	updated, err := mergeClaudeHook(old, command, timeout)
+	updated, err := mergeClaudeHook(old, command, exe, timeout)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", path, err)
 	}
@@ -186,7 +194,7 @@ func installClaudeHook(path, command string, timeout int) (bool, error) {
 // in place: in the matcher group that already holds a Portcullis hook
 // (replaced there), or in a new group matching every tool. Everything else
 // keeps its place and value.
-func mergeClaudeHook(settings []byte, command string, timeout int) ([]byte, error) {
+func mergeClaudeHook(settings []byte, command, exe string, timeout int) ([]byte, error) {
 	if len(bytes.TrimSpace(settings)) == 0 {
 		settings = []byte("{}")
 	}
@@ -234,7 +242,7 @@ func mergeClaudeHook(settings []byte, command string, timeout int) ([]byte, erro
 			var h struct {
 				Command string `json:"command"`
 			}
-			if json.Unmarshal(hk, &h) == nil && isPortcullisHook(h.Command) {
+			if json.Unmarshal(hk, &h) == nil && isPortcullisHook(h.Command, exe) {
 				if !placed {
 					kept = append(kept, ours)
 					placed = true
