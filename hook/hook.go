@@ -51,8 +51,9 @@ type Waiter interface {
 // Holder holds a call whose decision d needs a person until one answers,
 // the request expires or ctx ends, and returns the decision that then
 // stands: the call decided again after an approval, a deny after a denial,
-// d itself while nobody has answered. The decision API's client (GET
-// /v1/decisions/{id}/wait) is one; WaitThenDecide makes one of a gate.
+// d itself while nobody has answered. WaitThenDecide makes one of a gate;
+// one over the decision API's GET /v1/decisions/{id}/wait holds a call
+// through a running gateway.
 type Holder interface {
 	Hold(ctx context.Context, c portcullis.Call, d portcullis.Decision) (portcullis.Decision, error)
 }
@@ -79,6 +80,7 @@ func (w WaitThenDecide) Hold(ctx context.Context, c portcullis.Call, d portculli
 		return w.Decider.Decide(ctx, c)
 	case portcullis.ApprovalDenied:
 		d.Outcome, d.PermissionLevel, d.Code = portcullis.OutcomeDeny, portcullis.Deny, portcullis.CodeConfirmationRequired
+		d.WhatWouldAuthorize = "a person approving the call; ask again only if the reason allows it"
 		d.Reason = "A person denied " + quoteTool(c.Tool) + " (approval " + d.ChallengeID + ")"
 		if a.DenyReason != "" {
 			d.Reason += ": " + a.DenyReason
@@ -86,6 +88,7 @@ func (w WaitThenDecide) Hold(ctx context.Context, c portcullis.Call, d portculli
 		return d, nil
 	case portcullis.ApprovalExpired:
 		d.Outcome, d.PermissionLevel = portcullis.OutcomeDeny, portcullis.Deny
+		d.WhatWouldAuthorize = "a person approving the call: try it again to ask again"
 		d.Reason = "Nobody answered approval " + d.ChallengeID + " for " + quoteTool(c.Tool) + " before it expired"
 		return d, nil
 	}
@@ -244,7 +247,7 @@ func encode(v any) []byte {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		// The answers are maps of strings and booleans: this cannot happen.
+		// The answers are structs of strings and booleans: this cannot happen.
 		return []byte(`{"decision":"deny"}` + "\n")
 	}
 	return b.Bytes()
