@@ -328,7 +328,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var hosts []string
 	if u, err := url.Parse(base); err == nil && u.Host != "" && cfg.PublicURL != "" {
+		// A public name replaces the loopback default of the API and
+		// the console; a gateway that listens on loopback keeps
+		// answering there too (the CLI on the same machine).
 		hosts = append(hosts, u.Host)
+		if isLoopback(ln.Addr()) {
+			hosts = append(hosts, "localhost", "127.0.0.1", "::1")
+		}
 	}
 	api, err := httpapi.New(httpapi.Options{
 		Gate: g, Store: st, AgentToken: agentOf, HumanToken: humanToken, AllowedHosts: hosts, Logger: log,
