@@ -363,6 +363,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	mux.Handle("/", con)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(func() { con.Close() }) // end the console's live streams
 	for _, c := range cfg.created {
 		fmt.Fprintf(stdout, "portcullis: created the token of agent %s (0600); clients send it as Authorization: Bearer <token>\n", c)
 	}
