@@ -46,6 +46,7 @@ type Gate struct {
 	log         *slog.Logger
 	sessionTTL  time.Duration
 	waiters     approvalWaiters
+	observers   []portcullis.DecisionObserver
 
 	idPrefix string
 	seq      atomic.Uint64
@@ -173,8 +174,20 @@ func (g *Gate) newID() string {
 	return string(b)
 }
 
-func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d portcullis.Decision, err error) {
-	e := &eval{g: g, c: c, pol: g.pol.Load(), dry: dry, explain: dry}
+func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (portcullis.Decision, error) {
+	if len(g.observers) == 0 {
+		return g.run(ctx, c, dry, nil)
+	}
+	return g.runObserved(ctx, c, dry)
+}
+
+// run is the decision itself; l times its stages when the gate has
+// observers (nil otherwise).
+func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (d portcullis.Decision, err error) {
+	e := &eval{g: g, c: c, pol: g.pol.Load(), dry: dry, explain: dry, laps: l}
+	if l != nil {
+		l.pol = e.pol
+	}
 	e.d.DecisionID = g.newID()
 	var start time.Time
 	if g.store != nil && !dry {
@@ -213,6 +226,7 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 	case portcullis.ModeOff:
 		e.trace("mode", "off ("+modeOf+"): the call is let through unevaluated")
 		e.finish(portcullis.OutcomeAllow, portcullis.AutoApprove, portcullis.SourceMode, "", "policy mode is off: calls are not evaluated")
+		e.lap("mode")
 		return e.d, nil
 	case portcullis.ModeShadow:
 		e.trace("mode", "shadow ("+modeOf+"): evaluated and recorded, but the call is let through")
@@ -227,9 +241,11 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 			return e.d, err
 		}
 		e.retryGuard(ctx)
+		e.lap("retry_guard")
 	}
 	if g.store != nil && !e.explain {
 		e.audit(ctx, start)
+		e.lap("audit")
 	}
 	return e.d, nil
 }
@@ -237,24 +253,38 @@ func (g *Gate) decide(ctx context.Context, c *portcullis.Call, dry bool) (d port
 // pipeline runs the stages after mode. Each stage returns true when it ended
 // the decision.
 func (e *eval) pipeline(ctx context.Context) error {
-	if e.dangerZone(ctx) {
+	e.lap("mode")
+	done := e.dangerZone(ctx)
+	e.lap("danger_zone")
+	if done {
 		return nil
 	}
-	if e.route() {
+	done = e.route()
+	e.lap("route")
+	if done {
 		return nil
 	}
 	done, err := e.elements()
+	e.lap("elements")
 	if err != nil {
 		return err
 	}
 	if done {
 		return nil
 	}
-	if e.c.Run != nil && e.level != portcullis.Deny && e.autonomyStage(ctx) {
-		return nil
+	if e.c.Run != nil && e.level != portcullis.Deny {
+		done = e.autonomyStage(ctx)
+		e.lap("autonomy")
+		if done {
+			return nil
+		}
 	}
-	if e.level != portcullis.Deny && e.validatorStage(ctx) {
-		return nil
+	if e.level != portcullis.Deny {
+		done = e.validatorStage(ctx)
+		e.lap("validator")
+		if done {
+			return nil
+		}
 	}
 	switch {
 	case e.level == portcullis.Deny:
@@ -264,6 +294,7 @@ func (e *eval) pipeline(ctx context.Context) error {
 	default:
 		e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, e.allowReason())
 	}
+	e.lap("confirmation")
 	// The retry guard and the audit stage run in decide, after every stage
 	// that can deny (and shadow mode) has had its say.
 	return nil
@@ -302,6 +333,8 @@ type eval struct {
 	pauseReason string
 	// verdict is the validator's, for the audit row.
 	verdict *portcullis.ValidatorRecord
+	// laps times the stages when the gate has observers; nil otherwise.
+	laps *laps
 }
 
 func (e *eval) trace(stage, result string) {
