@@ -88,6 +88,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock is used for pins' timestamps (default the system clock).
 	Clock portcullis.Clock
+	// Observer is told of calls, upstream calls and restarts, and approval
+	// waits, for metrics and traces. Optional.
+	Observer Observer
 }
 
 // Gateway is an MCP server that gates the tools of its upstreams.
@@ -155,6 +158,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = portcullis.SystemClock{}
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	if cfg.Name == "" {
 		cfg.Name = "portcullis"

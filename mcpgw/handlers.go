@@ -84,14 +84,23 @@ func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mc
 }
 
 // callTool gates a tools/call and forwards it when the gate allows it.
-func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (_ *mcp.CallToolResult, err error) {
 	s := g.sessionOf(req.Session, req.Extra)
 	p := req.Params
+	ctx, end := g.cfg.Observer.StartCall(ctx, p.Name, s.id, s.agent)
+	result := "denied"
+	defer func() {
+		if err != nil {
+			result = "error"
+		}
+		end(result, err)
+	}()
 	call := portcullis.Call{Tool: p.Name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent}
 	args, err := decodeArgs(p.Arguments)
 	if err != nil {
 		// Not an object: nothing to decide on. The call is refused and
 		// never reaches the upstream.
+		result = "refused"
 		return errorResult(fmt.Sprintf("Portcullis refused the call to %q: its arguments are not a JSON object (%v).", p.Name, err), nil), nil
 	}
 	call.Args = args
@@ -118,11 +127,13 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			// there is nothing to forward to.
 			return errorResult(fmt.Sprintf("No upstream server offers a tool named %q.", p.Name), &d), nil
 		}
+		result = "forwarded"
 		return g.forward(ctx, s, e, p, call)
 	case portcullis.OutcomeConfirm:
 		if e == nil || d.ChallengeID == "" {
 			return denyResult(d), nil
 		}
+		result = "held"
 		return g.hold(ctx, req, s, e, call, d)
 	default:
 		return denyResult(d), nil
@@ -153,6 +164,7 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.CallToolParamsRaw, call portcullis.Call) (*mcp.CallToolResult, error) {
 	cs, err := e.up.client()
 	if err != nil {
+		g.cfg.Observer.UpstreamCall(ctx, e.up.cfg.Name, e.name, 0, false, err)
 		return errorResult(fmt.Sprintf("The call to %q was allowed, but %v. Try again shortly.", p.Name, err), nil), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
@@ -171,7 +183,9 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.
 	g.mu.Lock()
 	s.inflight[e.up]++
 	g.mu.Unlock()
+	start := time.Now()
 	res, err := cs.CallTool(ctx, params)
+	g.cfg.Observer.UpstreamCall(ctx, e.up.cfg.Name, e.name, time.Since(start), err == nil && res.IsError, err)
 	g.mu.Lock()
 	s.inflight[e.up]--
 	g.mu.Unlock()

@@ -48,7 +48,9 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 		}()
 	}
 
+	waitStart := time.Now()
 	a, err := g.cfg.Gate.AwaitApproval(wctx, id)
+	g.cfg.Observer.ApprovalWait(call.Tool, waitResult(ctx, a, err), time.Since(waitStart))
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return errorResult(fmt.Sprintf("No person answered approval request %s for the call to %q within %s. The request stays open until %s; if a person approves it, calling again with the same arguments will pass.", id, call.Tool, g.cfg.Wait, a.ExpiresAt.UTC().Format(time.RFC3339)), &d), nil
@@ -114,4 +116,21 @@ func supportsURLElicitation(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
 	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil &&
 		ip.ProtocolVersion != "" && ip.ProtocolVersion < "2026-07-28"
+}
+
+// waitResult names how a held call's wait ended, for the Observer.
+func waitResult(ctx context.Context, a portcullis.Approval, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case err != nil:
+		return "error"
+	case a.Status == portcullis.ApprovalApproved:
+		return "approved"
+	case a.Status == portcullis.ApprovalDenied:
+		return "denied"
+	}
+	return "expired"
 }

@@ -227,6 +227,7 @@ func (u *upstream) supervise(ctx context.Context) {
 			}
 			u.mu.Unlock()
 			u.g.log.Warn("upstream stopped; restarting", "upstream", u.cfg.Name, "err", err)
+			u.g.cfg.Observer.UpstreamRestart(u.cfg.Name, err)
 			if time.Since(start) > time.Minute {
 				backoff = 500 * time.Millisecond
 			}
