@@ -1,0 +1,479 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/policy"
+	"github.com/portcullis/portcullis/sqlite"
+)
+
+// The console's end-to-end test: a real `portcullis serve` process, an
+// agent's MCP client whose calls it holds, and a person in a real headless
+// Chromium answering them on the console that process serves. Like the
+// console's own browser tests it skips without Chromium unless
+// PORTCULLIS_TEST_BROWSER=1 (CI sets it, installs Chromium, and fails on
+// any skip).
+
+// serveScreenshot, with PORTCULLIS_UPDATE_SCREENSHOTS=true, is where the
+// approval page of the real serve is kept.
+const serveScreenshot = "../../docs/console/serve-approval.png"
+
+// e2eChromium finds Chromium under the console tests' rule.
+func e2eChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PORTCULLIS_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("PORTCULLIS_TEST_BROWSER") != "1" {
+		t.Skip("no Chromium found and PORTCULLIS_TEST_BROWSER is not 1: install Debian's chromium (apt-get install chromium) or set PORTCULLIS_CHROMIUM")
+	}
+	t.Fatal("PORTCULLIS_TEST_BROWSER=1 but no Chromium found: install Debian's chromium (apt-get install chromium) or set PORTCULLIS_CHROMIUM to a Chrome or Chromium binary")
+	return ""
+}
+
+// e2eBrowser starts a fresh headless Chromium (the console tests' flags)
+// and returns a tab's context. Script errors and Content-Security-Policy
+// violations on the pages fail the test.
+func e2eBrowser(t *testing.T) context.Context {
+	t.Helper()
+	exe := e2eChromium(t)
+	// Not t.TempDir: Chromium's helpers may write to the profile for a
+	// moment after the browser is gone.
+	profile, err := os.MkdirTemp("", "portcullis-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1200, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		for range 100 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("could not remove the browser profile %s", profile)
+	})
+	var mu sync.Mutex
+	var problems []string
+	chromedp.ListenTarget(ctx, func(ev any) {
+		var msg string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			msg = "script error: " + ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil {
+				msg += " " + ev.ExceptionDetails.Exception.Description
+			}
+		case *cdplog.EventEntryAdded:
+			if strings.Contains(ev.Entry.Text, "Content Security Policy") {
+				msg = "CSP violation: " + ev.Entry.Text
+			}
+		}
+		if msg != "" {
+			mu.Lock()
+			problems = append(problems, msg)
+			mu.Unlock()
+		}
+	})
+	if err := chromedp.Run(ctx, cdplog.Enable(), runtime.Enable()); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Errorf("in the browser: %s", p)
+		}
+	})
+	return ctx
+}
+
+// browse runs browser actions, each step bounded so that a page that never
+// shows what is awaited fails the test (with what was being done) instead
+// of hanging it.
+func browse(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// pageText waits for sel and returns its text.
+func pageText(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	var s string
+	browse(t, ctx, "read "+sel, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Text(sel, &s, chromedp.ByQuery))
+	return strings.TrimSpace(s)
+}
+
+// livePage opens a live console page and waits until its first live
+// refresh (made when the event stream opens) has replaced the main region,
+// so later clicks and keys reach the region that stays.
+func livePage(url string) chromedp.Tasks {
+	return chromedp.Tasks{
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(`#live-status[data-state="on"]`, chromedp.ByQuery),
+		chromedp.WaitReady(`#main[data-version]`, chromedp.ByQuery),
+	}
+}
+
+// agentTraffic keeps every byte of every response the agent's MCP client
+// received (headers and bodies, event streams included, as they are read).
+type agentTraffic struct {
+	base http.RoundTripper
+
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (a *agentTraffic) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.base.RoundTrip(r)
+	if resp == nil {
+		return resp, err
+	}
+	a.mu.Lock()
+	if err := resp.Header.Write(&a.buf); err != nil {
+		a.mu.Unlock()
+		resp.Body.Close()
+		return nil, err
+	}
+	a.mu.Unlock()
+	resp.Body = &tappedBody{rc: resp.Body, a: a}
+	return resp, err
+}
+
+func (a *agentTraffic) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.String()
+}
+
+type tappedBody struct {
+	rc io.ReadCloser
+	a  *agentTraffic
+}
+
+func (b *tappedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.a.mu.Lock()
+		b.a.buf.Write(p[:n])
+		b.a.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *tappedBody) Close() error { return b.rc.Close() }
+
+// heldCall makes an MCP call in the background; its result arrives on the
+// returned channel.
+func heldCall(cs *mcp.ClientSession, tool string, args map[string]any) <-chan heldResult {
+	ch := make(chan heldResult, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		ch <- heldResult{r, err}
+	}()
+	return ch
+}
+
+type heldResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// released waits for a held call's result.
+func released(t *testing.T, ch <-chan heldResult) *mcp.CallToolResult {
+	t.Helper()
+	select {
+	case h := <-ch:
+		if h.err != nil {
+			t.Fatalf("the held MCP call failed: %v", h.err)
+		}
+		return h.res
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the held MCP call never returned")
+		return nil
+	}
+}
+
+// arrived waits, on the open pending page, for a new approval to appear
+// without a reload, and returns its ID.
+func arrived(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	var id string
+	var ok, same bool
+	browse(t, ctx, "see the held call appear on the open page",
+		chromedp.WaitVisible(`#pending-list li.approval`, chromedp.ByQuery),
+		chromedp.AttributeValue(`#pending-list li.approval`, "data-approval", &id, &ok, chromedp.ByQuery),
+		chromedp.Evaluate(`window.portcullisE2E === "still this page"`, &same))
+	if !ok || id == "" {
+		t.Fatal("the pending approval's card has no data-approval")
+	}
+	if !same {
+		t.Fatal("the page was reloaded to show the pending approval; want a live update")
+	}
+	return id
+}
+
+func TestConsoleEndToEnd(t *testing.T) {
+	ctx := e2eBrowser(t)
+	cfg, agentToken := writeServeConfig(t, "")
+	s := startServe(t, cfg)
+	state := filepath.Join(filepath.Dir(cfg), "state")
+	raw, err := os.ReadFile(filepath.Join(state, "admin.token"))
+	if err != nil {
+		t.Fatalf("the human token serve created: %v", err)
+	}
+	loginToken := strings.TrimSpace(string(raw))
+
+	// The agent: the Go SDK's Streamable HTTP client with its bearer
+	// token, every response it receives kept.
+	traffic := &agentTraffic{base: http.DefaultTransport}
+	tr := &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{agentToken, traffic}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "console-e2e-agent", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatalf("connect the agent to serve: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	// The store serve keeps its state in, opened beside it: where the
+	// test reads what was decided, and where another process blocks the
+	// agent.
+	bg := context.Background()
+	st, err := sqlite.Open(bg, filepath.Join(state, "portcullis.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+
+	// A person logs in with the token serve wrote.
+	browse(t, ctx, "log in",
+		chromedp.Navigate(s.url+"/approvals"),
+		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
+		chromedp.SendKeys("#token", loginToken, chromedp.ByQuery),
+		chromedp.SendKeys("#name", "ana", chromedp.ByQuery),
+		chromedp.Submit("#login-form", chromedp.ByQuery),
+		chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
+		chromedp.WaitVisible(`#live-status[data-state="on"]`, chromedp.ByQuery))
+
+	var codes []string // every verification code issued in the test
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"approve a held call", func(t *testing.T) {
+			browse(t, ctx, "open the pending page", livePage(s.url+"/approvals"), chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
+				chromedp.Evaluate(`window.portcullisE2E = "still this page"`, nil))
+			held := heldCall(cs, "write_note", map[string]any{"id": 7, "text": "ship it"})
+			id := arrived(t, ctx)
+			card := "#approval-" + id
+			if got := pageText(t, ctx, card+" a.tool"); got != "write_note" {
+				t.Errorf("the pending card names tool %q; want write_note", got)
+			}
+			browse(t, ctx, "approve once",
+				chromedp.Click(card+` button[data-action="approve-once"]`, chromedp.ByQuery),
+				chromedp.WaitVisible("#flash", chromedp.ByQuery),
+				chromedp.WaitNotPresent(card, chromedp.ByQuery))
+			res := released(t, held)
+			if got := resultText(res); res.IsError || !strings.HasPrefix(got, "write_note ") || !strings.Contains(got, "ship it") {
+				t.Fatalf("the approved write_note returned isError=%v %q; want the upstream's result", res.IsError, got)
+			}
+			a, err := st.Approval(bg, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Status != portcullis.ApprovalApproved || a.DecidedBy != "console:ana" {
+				t.Errorf("approval %s is %s by %q; want approved by console:ana", id, a.Status, a.DecidedBy)
+			}
+		}},
+		{"deny with a reason", func(t *testing.T) {
+			browse(t, ctx, "open the pending page", livePage(s.url+"/approvals"), chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
+				chromedp.Evaluate(`window.portcullisE2E = "still this page"`, nil))
+			held := heldCall(cs, "write_note", map[string]any{"id": 8, "text": "wipe the archive"})
+			id := arrived(t, ctx)
+			browse(t, ctx, "open the request",
+				chromedp.Click("#approval-"+id+" a.tool", chromedp.ByQuery),
+				chromedp.WaitVisible("#trace", chromedp.ByQuery),
+				chromedp.WaitReady(`#main[data-version]`, chromedp.ByQuery))
+			if got := pageText(t, ctx, "#args"); !strings.Contains(got, "wipe the archive") {
+				t.Errorf("the request's page shows arguments %q", got)
+			}
+			if got := pageText(t, ctx, "#status"); got != "pending" {
+				t.Errorf("the request's page shows status %q; want pending", got)
+			}
+			if screenshotUpdate(t) {
+				var png []byte
+				browse(t, ctx, "screenshot the approval page", chromedp.FullScreenshot(&png, 100))
+				if err := os.WriteFile(serveScreenshot, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const reason = "Not the archive: ask me before deleting anything"
+			browse(t, ctx, "deny with a reason",
+				chromedp.SendKeys(`#approval form.deny input[name="reason"]`, reason, chromedp.ByQuery),
+				chromedp.Click(`#approval button[data-action="deny"]`, chromedp.ByQuery),
+				chromedp.WaitVisible("#deny-reason", chromedp.ByQuery))
+			if got := pageText(t, ctx, "#deny-reason"); got != reason {
+				t.Errorf("the page shows the reason %q; want %q", got, reason)
+			}
+			res := released(t, held)
+			if got := resultText(res); !res.IsError || !strings.Contains(got, reason) {
+				t.Fatalf("the denied write_note returned isError=%v %q; want an error with the person's reason", res.IsError, got)
+			}
+		}},
+		{"unblock with the code", func(t *testing.T) {
+			// Another process (this test, on the same store) stops the
+			// agent in the danger zone; its code goes to that process's
+			// notifier, not to serve's console.
+			caught := &codeCatcher{}
+			pol, _, err := policy.Parse("policy.yaml", []byte(servePolicy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := gate.New(pol, gate.WithStore(st), gate.WithNotifier(caught))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.BlockAgent(bg, "bot", "retry loop: the same denied write_note twice", "d-e2e"); err != nil {
+				t.Fatal(err)
+			}
+			caught.mu.Lock()
+			codes = append(codes, caught.codes...)
+			caught.mu.Unlock()
+			if len(codes) != 1 {
+				t.Fatalf("blocking the agent issued %d codes; want 1", len(codes))
+			}
+
+			res, err := cs.CallTool(bg, &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultText(res); !res.IsError || !strings.Contains(got, "blocked") {
+				t.Fatalf("a blocked agent's read_note returned isError=%v %q; want refused as blocked", res.IsError, got)
+			}
+
+			// The person asks serve for a new code and sees it there.
+			agentCard := `li[data-agent="bot"]`
+			codeSel := `.code[data-code-for="bot"]`
+			browse(t, ctx, "issue a new code",
+				livePage(s.url+"/blocks"),
+				chromedp.WaitVisible(agentCard, chromedp.ByQuery),
+				chromedp.Click(agentCard+` button[data-action="reissue"]`, chromedp.ByQuery),
+				chromedp.WaitVisible("#flash", chromedp.ByQuery))
+			code := pageText(t, ctx, codeSel)
+			if !codePattern.MatchString(code) {
+				t.Fatalf("the blocks page shows code %q; want 6 characters of 0-9A-Z without I and O", code)
+			}
+			codes = append(codes, code)
+
+			// The first code was replaced: it no longer unblocks.
+			if code != codes[0] {
+				browse(t, ctx, "unblock with the replaced code",
+					livePage(s.url+"/blocks"),
+					chromedp.WaitVisible(agentCard, chromedp.ByQuery),
+					chromedp.SendKeys(agentCard+` input[name="code"]`, codes[0], chromedp.ByQuery),
+					chromedp.Click(agentCard+` button[data-action="unblock"]`, chromedp.ByQuery),
+					chromedp.WaitVisible("#error-message", chromedp.ByQuery))
+				if _, blocked, err := st.Block(bg, "bot"); err != nil || !blocked {
+					t.Fatalf("the replaced code unblocked the agent (blocked=%v, %v)", blocked, err)
+				}
+			}
+
+			browse(t, ctx, "unblock with the code",
+				livePage(s.url+"/blocks"),
+				chromedp.WaitVisible(codeSel, chromedp.ByQuery),
+				chromedp.SendKeys(agentCard+` input[name="code"]`, code, chromedp.ByQuery),
+				chromedp.Click(agentCard+` button[data-action="unblock"]`, chromedp.ByQuery),
+				chromedp.WaitVisible("#no-blocks", chromedp.ByQuery))
+			var loc string
+			browse(t, ctx, "where the browser is", chromedp.Location(&loc))
+			if strings.Contains(loc, code) {
+				t.Errorf("the code is in the URL: %s", loc)
+			}
+
+			res, err = cs.CallTool(bg, &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultText(res); res.IsError || !strings.HasPrefix(got, "read_note ") {
+				t.Fatalf("the unblocked agent's read_note returned isError=%v %q; want the upstream's result", res.IsError, got)
+			}
+		}},
+	}
+	for _, step := range steps {
+		if !t.Run(step.name, step.run) {
+			return
+		}
+	}
+
+	t.Run("no code reaches the agent", func(t *testing.T) {
+		seen := traffic.String()
+		for _, want := range []string{"write_note", "Not the archive", "blocked", "read_note"} {
+			if !strings.Contains(seen, want) {
+				t.Fatalf("the agent's recorded traffic lacks %q: the recording is incomplete", want)
+			}
+		}
+		for _, code := range codes {
+			if strings.Contains(seen, code) {
+				t.Errorf("the agent received the verification code %s", code)
+			}
+		}
+	})
+}
+
+// screenshotUpdate reports whether PORTCULLIS_UPDATE_SCREENSHOTS asks for
+// the screenshots in docs/console to be rewritten.
+func screenshotUpdate(t *testing.T) bool {
+	t.Helper()
+	v := os.Getenv("PORTCULLIS_UPDATE_SCREENSHOTS")
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		t.Fatalf("PORTCULLIS_UPDATE_SCREENSHOTS=%q: want true or false", v)
+	}
+	return b
+}
