@@ -22,6 +22,8 @@ var layers = map[string][]string{
 	"shell":     {""},
 	"gate":      {"", "policy", "autonomy", "shell"},
 	"storetest": {""},
+	// loadgen drives a gateway from outside, through its HTTP client.
+	"loadgen": {"", "client"},
 }
 
 // TestImportRules enforces the layering of DESIGN.md with `go list`, the way

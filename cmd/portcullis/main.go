@@ -88,6 +88,8 @@ Usage:
   portcullis grants [revoke ID...]           the live grants; revoke some
   portcullis mcp [--policy FILE] -- SERVER...  wrap a stdio MCP server: every tools/call goes through the gate
   portcullis serve --config FILE             the HTTP gateway: MCP upstreams on /mcp, tokens for agents
+  portcullis bench --token-file FILE [--via api|mcp|both] [--sessions N] [--duration D] [--json]
+                                             load a running gateway with agent sessions; throughput, latency, audit completeness
   portcullis tools [accept UPSTREAM TOOL]    pinned MCP tool definitions; accept a changed one (shows the diff)
   portcullis hook HOST [--policy FILE]      a host's tool hook (claude-code, codex, gemini): the event on stdin, the answer on stdout
   portcullis hook install claude-code [--project|--user] --policy FILE
@@ -137,6 +139,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runMCP(ctx, rest, stdin, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
 	case "tools":
 		return runTools(ctx, rest, stdout, stderr)
 	case "hook":
