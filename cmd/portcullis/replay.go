@@ -187,7 +187,7 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 		enc.SetEscapeHTML(false)
 		r.emit = func(c *replayChange) error { return enc.Encode(c) }
 	} else {
-		table = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		table = tabwriter.NewWriter(&trimSpaces{w: out}, 0, 4, 2, ' ', 0)
 		rows := 0
 		r.emit = func(c *replayChange) error {
 			if rows == 0 {
@@ -565,7 +565,7 @@ func (r *replayer) replay(ctx context.Context, rec portcullis.AuditRecord) repla
 		Old: before, New: after, Kind: kind, Change: transition(before, after), Redacted: res.redacted, Notes: notes,
 	}
 	if kind == "validator" {
-		c.Change = string(after.Outcome) + " " + after.Level.String() + ", now judged by the validator"
+		c.Change = string(after.compared()) + " " + after.Level.String() + ", now judged by the validator"
 	}
 	res.change = c
 	return res
@@ -592,18 +592,22 @@ func validatorFailed(trace []portcullis.TraceEntry) bool {
 	return false
 }
 
-// asReplayed is a decision as the replay compares it: a call allowed by a
-// grant is a confirmation that was given, and a stop of the retry guard is
-// the denial it repeated.
+// asReplayed is a decision as the report shows it: as recorded.
 func asReplayed(o portcullis.Outcome, l portcullis.Level, code portcullis.Code, src portcullis.Source, elem, reason string) replayDecision {
-	r := replayDecision{Outcome: o, Level: l, Code: code, Source: src, SourceElement: elem, Reason: reason}
+	return replayDecision{Outcome: o, Level: l, Code: code, Source: src, SourceElement: elem, Reason: reason}
+}
+
+// compared is the outcome the replay compares: a call allowed by a grant
+// is the confirmation that was given (the grant would still cover the same
+// level), and a stop of the retry guard is the denial it repeated.
+func (d replayDecision) compared() portcullis.Outcome {
 	switch {
-	case src == portcullis.SourceSessionGrant && o == portcullis.OutcomeAllow:
-		r.Outcome = portcullis.OutcomeConfirm
-	case src == portcullis.SourceRetryGuard:
-		r.Outcome = portcullis.OutcomeDeny
+	case d.Source == portcullis.SourceSessionGrant && d.Outcome == portcullis.OutcomeAllow:
+		return portcullis.OutcomeConfirm
+	case d.Source == portcullis.SourceRetryGuard:
+		return portcullis.OutcomeDeny
 	}
-	return r
+	return d.Outcome
 }
 
 var outcomeRank = map[portcullis.Outcome]int{
@@ -613,24 +617,27 @@ var outcomeRank = map[portcullis.Outcome]int{
 // changeKind is "" when the outcome and the level stay, else stricter or
 // looser (by level first, then by outcome).
 func changeKind(a, b replayDecision) string {
-	switch {
+	switch ra, rb := outcomeRank[a.compared()], outcomeRank[b.compared()]; {
 	case b.Level > a.Level:
 		return "stricter"
 	case b.Level < a.Level:
 		return "looser"
-	case outcomeRank[b.Outcome] > outcomeRank[a.Outcome]:
+	case rb > ra:
 		return "stricter"
-	case outcomeRank[b.Outcome] < outcomeRank[a.Outcome]:
+	case rb < ra:
 		return "looser"
 	}
 	return ""
 }
 
+// transition names a change by the compared outcomes and levels, e.g.
+// "confirm CONFIRM_SESSION → allow AUTO_APPROVE".
 func transition(a, b replayDecision) string {
-	return string(a.Outcome) + " " + a.Level.String() + " → " + string(b.Outcome) + " " + b.Level.String()
+	return string(a.compared()) + " " + a.Level.String() + " → " + string(b.compared()) + " " + b.Level.String()
 }
 
-// decisionCell shows a decision in the table: "deny DENY (ELEMENT_POLICY_VIOLATION, Lock)".
+// decisionCell shows a decision in the table as recorded: "deny DENY
+// (ELEMENT_POLICY_VIOLATION, Lock)", "allow CONFIRM_SESSION (granted)".
 func decisionCell(d replayDecision) string {
 	s := string(d.Outcome) + " " + d.Level.String()
 	var why []string
@@ -728,6 +735,35 @@ func upstreamFromTrace(result string, ep portcullis.Endpoint, risk portcullis.Ri
 		return &portcullis.UpstreamTool{Offered: true, Changed: true}
 	}
 	return nil
+}
+
+// trimSpaces drops the spaces at the ends of lines: the padding tabwriter
+// leaves after a last column that is empty.
+type trimSpaces struct {
+	w      io.Writer
+	spaces int
+}
+
+func (t *trimSpaces) Write(p []byte) (int, error) {
+	out := make([]byte, 0, len(p))
+	for _, c := range p {
+		switch c {
+		case ' ':
+			t.spaces++
+			continue
+		case '\n':
+			t.spaces = 0
+		default:
+			for ; t.spaces > 0; t.spaces-- {
+				out = append(out, ' ')
+			}
+		}
+		out = append(out, c)
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // recordedVerdict stands in for the validator during a replay: it gives

