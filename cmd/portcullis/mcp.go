@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -13,6 +12,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/mcpgw"
+	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/notify"
 )
 
@@ -29,6 +29,8 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	autonomous := fs.Bool("autonomous", false, "treat the session as an autonomous run: the autonomy stage counts its steps")
 	userPresent := fs.Bool("user-present", false, "tell the contextual validator a person is at the keyboard")
 	logFile := fs.String("log", "", "append logs to this `file` instead of stderr")
+	var of obsFlags
+	of.register(fs, true)
 	var sf stateFlags
 	sf.register(fs)
 	var nf notifyFlags
@@ -53,7 +55,10 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		defer f.Close()
 		logw = f
 	}
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log, err := of.logger(logw)
+	if err != nil {
+		return err
+	}
 	tuneGC()
 
 	upName := *name
@@ -77,6 +82,18 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	obs := &observability{log: log}
+	if of.metricsAddr != "" {
+		obs.metrics = metrics.New(metrics.Options{State: st})
+		st = obs.store(st)
+		token, err := secretFile(dir, "metrics.token")
+		if err != nil {
+			return fmt.Errorf("metrics token: %w", err)
+		}
+		if _, err := serveMetrics(ctx, of.metricsAddr, metricsHandler(obs.metrics, token), log); err != nil {
+			return err
+		}
+	}
 	// The people who approve calls are told out of band: never on stderr,
 	// which an MCP client may show to the model or keep in a log it reads.
 	n, cleanup, err := nf.notifier(log)
@@ -92,7 +109,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			log.Warn("no human channel for approvals: answer them with `portcullis approvals` and `portcullis approve`, or pass --notify-webhook")
 		}
 	}
-	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir)}
+	opts := append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir))
 	if n != nil {
 		opts = append(opts, gate.WithNotifier(n))
 	}
@@ -100,6 +117,14 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	var rm reloadMetrics
+	if obs.metrics != nil {
+		rm = obs.metrics
+	}
+	watcher := newPolicyWatcher(path, g, st, log, rm)
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	go watcher.Run(wctx)
 	gw, err := mcpgw.New(ctx, mcpgw.Config{
 		Gate:        g,
 		Store:       st,
@@ -112,6 +137,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Notifier:    n,
 		Logger:      log,
 		Version:     moduleVersion(),
+		Observer:    obs.gatewayObserver(),
 	})
 	if err != nil {
 		return err

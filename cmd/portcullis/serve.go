@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 	"github.com/portcullis/portcullis/httpapi"
 	"github.com/portcullis/portcullis/httpapi/console"
 	"github.com/portcullis/portcullis/mcpgw"
+	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/notify"
 )
 
@@ -218,6 +218,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("serve", stderr, "serve --config portcullis.yaml")
 	cfgPath := fs.String("config", "portcullis.yaml", "gateway configuration `file`")
 	listen := fs.String("listen", "", "listen `address` (overrides the configuration)")
+	var of obsFlags
+	of.register(fs, false)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -232,7 +234,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log, err := of.logger(stderr)
+	if err != nil {
+		return err
+	}
 	tuneGC()
 	tokens, err := cfg.agentTokens()
 	if err != nil {
@@ -248,6 +253,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	m := metrics.New(metrics.Options{State: st})
+	obs := &observability{metrics: m, log: log}
+	st = obs.store(st)
 
 	// Human channels: the gateway's own terminal always (it shows the
 	// codes of blocks, and nothing an agent reads is written there), plus
@@ -265,11 +273,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if extra != nil {
 		human = append(human, extra)
 	}
-	g, pol, err := loadAgentGate(cfg.Policy, stderr, gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, *cfgPath), gate.WithNotifier(human))
+	g, pol, err := loadAgentGate(cfg.Policy, stderr, append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, *cfgPath), gate.WithNotifier(human))...)
 	if err != nil {
 		return err
 	}
-	loadedAt := time.Now()
+	watcher := newPolicyWatcher(cfg.Policy, g, st, log, m)
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	go watcher.Run(wctx)
+	metricsToken, err := secretFile(dir, "metrics.token")
+	if err != nil {
+		return fmt.Errorf("metrics token: %w", err)
+	}
 	// The people's token: the console's login token and the approvals
 	// API's bearer token, 0600 in the state directory.
 	humanToken, err := secretFile(dir, "admin.token")
@@ -305,6 +320,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Notifier:    human,
 		Logger:      log,
 		ApprovalURL: func(id string) string { return base + console.ApprovalPath(id) },
+		Observer:    obs.gatewayObserver(),
 	})
 	if err != nil {
 		ln.Close()
@@ -349,7 +365,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	con, err := console.New(console.Options{
 		Gate: g, Store: st, LoginToken: humanToken, AllowedHosts: hosts, BaseURL: base, Notices: notices, Logger: log,
-		PolicyLoadedAt: func() time.Time { return loadedAt },
+		PolicyLoadedAt: watcher.LoadedAt,
 	})
 	if err != nil {
 		ln.Close()
@@ -361,6 +377,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, p := range httpapi.MountPoints() {
 		mux.Handle(p, api)
 	}
+	mux.Handle("/metrics", metricsHandler(m, metricsToken))
 	mux.Handle("/", con)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	srv.RegisterOnShutdown(func() { con.Close() }) // end the console's live streams
@@ -369,6 +386,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%d upstreams, %d agents); state in %s\n", base, len(ups), len(tokens), dir)
 	fmt.Fprintf(stdout, "portcullis: console on %s/ (log in with the token in %s)\n", base, filepath.Join(dir, "admin.token"))
+	fmt.Fprintf(stdout, "portcullis: metrics on %s/metrics (bearer token in %s)\n", base, filepath.Join(dir, "metrics.token"))
 	for _, t := range gw.Tools() {
 		if t.Changed {
 			fmt.Fprintf(stdout, "portcullis: tool %s of upstream %s changed since it was pinned; calls are held until `portcullis tools accept %s %s`\n", t.Tool, t.Upstream, t.Upstream, t.Tool)
