@@ -140,12 +140,48 @@ func browse(t *testing.T, ctx context.Context, what string, actions ...chromedp.
 	}
 }
 
-// pageText waits for sel and returns its text.
+// pageText waits until sel shows some text and returns it. It reads in
+// one script evaluation, so a live refresh replacing the element cannot
+// tear the read.
 func pageText(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	var s string
-	browse(t, ctx, "read "+sel, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Text(sel, &s, chromedp.ByQuery))
-	return strings.TrimSpace(s)
+	browse(t, ctx, "read "+sel, chromedp.WaitVisible(sel, chromedp.ByQuery),
+		chromedp.PollFunction(`(sel) => { const e = document.querySelector(sel); return e ? e.textContent.trim() : ""; }`, &s,
+			chromedp.WithPollingArgs(sel), chromedp.WithPollingTimeout(0)))
+	return s
+}
+
+// again runs a node action (a click, keys) and, when a live refresh
+// replaced the node between finding it and acting on it, runs it again on
+// the new node. Those errors come before any input is sent, so nothing is
+// clicked or typed twice.
+func again(a chromedp.Action) chromedp.ActionFunc {
+	return func(ctx context.Context) error {
+		for {
+			err := a.Do(ctx)
+			if err == nil || ctx.Err() != nil || !staleNode(err) {
+				return err
+			}
+		}
+	}
+}
+
+func staleNode(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"No node with given id", "Could not compute", "Node is detached", "Could not find node"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// press clicks sel like a person; fill types text into it.
+func press(sel string) chromedp.Action { return again(chromedp.Click(sel, chromedp.ByQuery)) }
+
+func fill(sel, text string) chromedp.Action {
+	return again(chromedp.SendKeys(sel, text, chromedp.ByQuery))
 }
 
 // livePage opens a live console page and waits until its first live
@@ -243,14 +279,12 @@ func released(t *testing.T, ch <-chan heldResult) *mcp.CallToolResult {
 func arrived(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	var id string
-	var ok, same bool
+	var same bool
 	browse(t, ctx, "see the held call appear on the open page",
 		chromedp.WaitVisible(`#pending-list li.approval`, chromedp.ByQuery),
-		chromedp.AttributeValue(`#pending-list li.approval`, "data-approval", &id, &ok, chromedp.ByQuery),
+		chromedp.PollFunction(`() => { const e = document.querySelector("#pending-list li.approval"); return e ? e.getAttribute("data-approval") : ""; }`, &id,
+			chromedp.WithPollingTimeout(0)),
 		chromedp.Evaluate(`window.portcullisE2E === "still this page"`, &same))
-	if !ok || id == "" {
-		t.Fatal("the pending approval's card has no data-approval")
-	}
 	if !same {
 		t.Fatal("the page was reloaded to show the pending approval; want a live update")
 	}
@@ -292,8 +326,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 	browse(t, ctx, "log in",
 		chromedp.Navigate(s.url+"/approvals"),
 		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
-		chromedp.SendKeys("#token", loginToken, chromedp.ByQuery),
-		chromedp.SendKeys("#name", "ana", chromedp.ByQuery),
+		fill("#token", loginToken),
+		fill("#name", "ana"),
 		chromedp.Submit("#login-form", chromedp.ByQuery),
 		chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
 		chromedp.WaitVisible(`#live-status[data-state="on"]`, chromedp.ByQuery))
@@ -313,7 +347,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 				t.Errorf("the pending card names tool %q; want write_note", got)
 			}
 			browse(t, ctx, "approve once",
-				chromedp.Click(card+` button[data-action="approve-once"]`, chromedp.ByQuery),
+				press(card+` button[data-action="approve-once"]`),
 				chromedp.WaitVisible("#flash", chromedp.ByQuery),
 				chromedp.WaitNotPresent(card, chromedp.ByQuery))
 			res := released(t, held)
@@ -334,7 +368,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 			held := heldCall(cs, "write_note", map[string]any{"id": 8, "text": "wipe the archive"})
 			id := arrived(t, ctx)
 			browse(t, ctx, "open the request",
-				chromedp.Click("#approval-"+id+" a.tool", chromedp.ByQuery),
+				press("#approval-"+id+" a.tool"),
 				chromedp.WaitVisible("#trace", chromedp.ByQuery),
 				chromedp.WaitReady(`#main[data-version]`, chromedp.ByQuery))
 			if got := pageText(t, ctx, "#args"); !strings.Contains(got, "wipe the archive") {
@@ -352,8 +386,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 			}
 			const reason = "Not the archive: ask me before deleting anything"
 			browse(t, ctx, "deny with a reason",
-				chromedp.SendKeys(`#approval form.deny input[name="reason"]`, reason, chromedp.ByQuery),
-				chromedp.Click(`#approval button[data-action="deny"]`, chromedp.ByQuery),
+				fill(`#approval form.deny input[name="reason"]`, reason),
+				press(`#approval button[data-action="deny"]`),
 				chromedp.WaitVisible("#deny-reason", chromedp.ByQuery))
 			if got := pageText(t, ctx, "#deny-reason"); got != reason {
 				t.Errorf("the page shows the reason %q; want %q", got, reason)
@@ -400,7 +434,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 			browse(t, ctx, "issue a new code",
 				livePage(s.url+"/blocks"),
 				chromedp.WaitVisible(agentCard, chromedp.ByQuery),
-				chromedp.Click(agentCard+` button[data-action="reissue"]`, chromedp.ByQuery),
+				press(agentCard+` button[data-action="reissue"]`),
 				chromedp.WaitVisible("#flash", chromedp.ByQuery))
 			code := pageText(t, ctx, codeSel)
 			if !codePattern.MatchString(code) {
@@ -413,8 +447,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 				browse(t, ctx, "unblock with the replaced code",
 					livePage(s.url+"/blocks"),
 					chromedp.WaitVisible(agentCard, chromedp.ByQuery),
-					chromedp.SendKeys(agentCard+` input[name="code"]`, codes[0], chromedp.ByQuery),
-					chromedp.Click(agentCard+` button[data-action="unblock"]`, chromedp.ByQuery),
+					fill(agentCard+` input[name="code"]`, codes[0]),
+					press(agentCard+` button[data-action="unblock"]`),
 					chromedp.WaitVisible("#error-message", chromedp.ByQuery))
 				if _, blocked, err := st.Block(bg, "bot"); err != nil || !blocked {
 					t.Fatalf("the replaced code unblocked the agent (blocked=%v, %v)", blocked, err)
@@ -424,8 +458,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 			browse(t, ctx, "unblock with the code",
 				livePage(s.url+"/blocks"),
 				chromedp.WaitVisible(codeSel, chromedp.ByQuery),
-				chromedp.SendKeys(agentCard+` input[name="code"]`, code, chromedp.ByQuery),
-				chromedp.Click(agentCard+` button[data-action="unblock"]`, chromedp.ByQuery),
+				fill(agentCard+` input[name="code"]`, code),
+				press(agentCard+` button[data-action="unblock"]`),
 				chromedp.WaitVisible("#no-blocks", chromedp.ByQuery))
 			var loc string
 			browse(t, ctx, "where the browser is", chromedp.Location(&loc))
