@@ -98,7 +98,7 @@ func (l decisionLogger) ObserveDecision(ctx context.Context, ev *portcullis.Deci
 		slog.String("agent", c.Agent),
 		slog.String("session", c.Session),
 		slog.String("outcome", string(d.Outcome)),
-		slog.String("level", d.PermissionLevel.String()),
+		slog.String("permissionLevel", d.PermissionLevel.String()),
 		slog.String("code", string(d.Code)),
 		slog.String("stage", ev.DecidingStage()),
 		slog.Bool("failClosed", d.FailClosed),

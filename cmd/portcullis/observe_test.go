@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/memstore"
+)
+
+func getMetrics(t *testing.T, url, auth string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func readToken(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestServeMetricsAndHotReload runs `portcullis serve`, makes real MCP
+// calls, scrapes /metrics over HTTP, then changes and breaks the policy
+// file under the running gateway.
+func TestServeMetricsAndHotReload(t *testing.T) {
+	cfg, token := writeServeConfig(t, "")
+	dir := filepath.Dir(cfg)
+	state := filepath.Join(dir, "state")
+	s := startServe(t, cfg)
+	cs := connectHTTP(t, s.url, token)
+	ctx := context.Background()
+	callRead := func() *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := callRead(); res.IsError {
+		t.Fatalf("read_note = %+v; want it forwarded", res)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}); err != nil || !res.IsError {
+		t.Fatalf("no_such_tool = %+v, %v; want a denial", res, err)
+	}
+
+	metricsToken := readToken(t, filepath.Join(state, "metrics.token"))
+	for _, auth := range []string{"", "Bearer " + token, "Bearer " + readToken(t, filepath.Join(state, "admin.token")), "Bearer " + metricsToken + "x"} {
+		if code, _ := getMetrics(t, s.url, auth); code != http.StatusUnauthorized {
+			t.Errorf("GET /metrics with %q = %d; want 401", auth, code)
+		}
+	}
+	code, body := getMetrics(t, s.url, "Bearer "+metricsToken)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d: %s", code, body)
+	}
+	for _, want := range []string{
+		`portcullis_decisions_total{code="",level="AUTO_APPROVE",outcome="allow",stage="elements",tool="read_note"} 1`,
+		`portcullis_decisions_total{code="UNKNOWN_OPERATION",level="DENY",outcome="deny",stage="route",tool="other"} 1`,
+		`portcullis_mcp_calls_total{result="forwarded"} 1`,
+		`portcullis_mcp_calls_total{result="denied"} 1`,
+		`portcullis_upstream_calls_total{result="ok",upstream="notes"} 1`,
+		`portcullis_upstream_call_duration_seconds_count{upstream="notes"} 1`,
+		`portcullis_stage_duration_seconds_count{stage="audit"} 2`,
+		`portcullis_store_operation_duration_seconds_count{op="append_audit"} 2`,
+		`portcullis_approvals_pending 0`,
+		`portcullis_blocks_active 0`,
+		`portcullis_policy_reload_failures_total 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the scrape has no %q", want)
+		}
+	}
+	if strings.Contains(body, "no_such_tool") {
+		t.Error("a tool name the policy does not know became a label")
+	}
+
+	// Change the policy under the running gateway: read_note is denied.
+	policyPath := filepath.Join(dir, "policy.yaml")
+	replacePolicy(t, policyPath, servePolicy+`elements:
+  - name: Lockdown
+    type: persona
+    active: true
+    gatekeeper: {deny: [read_note]}
+`)
+	deadline := time.Now().Add(20 * time.Second)
+	for !callRead().IsError {
+		if time.Now().After(deadline) {
+			t.Fatal("the changed policy was not put in force")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Break it: the last good policy (the lockdown) stays in force.
+	replacePolicy(t, policyPath, "version: 1\ntools: {read_note: {endpoint: NOPE}}\n")
+	for {
+		_, body = getMetrics(t, s.url, "Bearer "+metricsToken)
+		if strings.Contains(body, "portcullis_policy_reload_failures_total 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broken policy's rejection was not counted:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(body, "portcullis_policy_reloads_total 1") {
+		t.Error("the good reload was not counted")
+	}
+	if res := callRead(); !res.IsError {
+		t.Fatal("read_note was forwarded after a broken policy: the last good policy must stay in force")
+	}
+
+	// Both are in the audit log.
+	var out bytes.Buffer
+	if err := run(ctx, []string{"audit", "query", "--state", state, "--kind", "policy", "--json"}, nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.Contains(got, `"detail":"reloaded `) || !strings.Contains(got, `"detail":"rejected a new version of `) {
+		t.Errorf("policy audit rows:\n%s\nwant a reload and a rejection", got)
+	}
+}
+
+// TestDecisionLogLine: one JSON line per decision at info level, with the
+// decision id of the audit row, and never the call's arguments.
+func TestDecisionLogLine(t *testing.T) {
+	var buf bytes.Buffer
+	of := obsFlags{logFormat: "json"}
+	log, err := of.logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &observability{log: log}
+	st := memstore.New(nil)
+	g, _, err := loadAgentGate("testdata/policy.yaml", io.Discard, append(obs.gateOptions(), gate.WithStore(st))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err := g.Decide(ctx, portcullis.Call{Tool: "list_elements", Session: "s1", Agent: "bot", Args: map[string]any{"secret": "hunter2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Explain(ctx, portcullis.Call{Tool: "list_elements"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("log lines = %q; want one (explanations are not logged)", lines)
+	}
+	if strings.Contains(lines[0], "hunter2") {
+		t.Fatal("the decision log carries the call's arguments")
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Kind: portcullis.AuditDecision})
+	if err != nil || len(recs) != 1 {
+		t.Fatal(recs, err)
+	}
+	ev, err := recs[0].Event()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{
+		"level": "INFO", "msg": "decision", "decisionId": ev.DecisionID, "tool": "list_elements", "agent": "bot",
+		"session": "s1", "outcome": string(d.Outcome), "permissionLevel": d.PermissionLevel.String(), "code": string(d.Code), "policy": ev.PolicyHash,
+	} {
+		if rec[k] != want {
+			t.Errorf("log %s = %v; want %v", k, rec[k], want)
+		}
+	}
+	if _, ok := rec["latency"]; !ok {
+		t.Error("the log line has no latency")
+	}
+	if ev.DecisionID != d.DecisionID {
+		t.Errorf("audit row %s, decision %s", ev.DecisionID, d.DecisionID)
+	}
+
+	if _, err := (&obsFlags{logFormat: "xml"}).logger(&buf); err == nil {
+		t.Error("--log-format xml was accepted")
+	}
+}
