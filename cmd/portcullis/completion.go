@@ -41,7 +41,6 @@ func completionCommands() []completionCommand {
 		{name: "grants", help: "list or revoke grants", subs: []string{"revoke"}},
 		{name: "mcp", help: "wrap a stdio MCP server"},
 		{name: "serve", help: "run the HTTP gateway"},
-		{name: "bench", help: "drive a running gateway with load and report"},
 		{name: "bench", help: "load a running gateway and check its audit log"},
 		{name: "tools", help: "list pinned MCP tools; accept a changed one", subs: []string{"accept"}},
 		{name: "hook", help: "answer a host's hook event", subs: append(hookHosts(), "install"), subFlags: true},
