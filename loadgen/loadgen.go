@@ -143,8 +143,10 @@ type Snapshot struct {
 	Elapsed time.Duration `json:"elapsedNs"`
 	Calls   int64         `json:"calls"`
 	Failed  int64         `json:"failed"`
-	// Answered counts the calls the gateway answered.
+	// Answered counts the calls the gateway answered, Allowed those it
+	// allowed.
 	Answered int64 `json:"answered"`
+	Allowed  int64 `json:"allowed"`
 	// Errors counts MCP error results without a decision (the upstream
 	// failed an allowed call); FailClosed the fail-closed refusals.
 	Errors     int64 `json:"errors"`
@@ -282,8 +284,8 @@ type runner struct {
 	tokens chan struct{}
 	start  time.Time
 
-	calls, failed, approvals           atomic.Int64
-	errorResults, failClosed, answered atomic.Int64
+	calls, failed, approvals                    atomic.Int64
+	errorResults, failClosed, answered, allowed atomic.Int64
 
 	mu       sync.Mutex
 	own      map[string]bool // sessions of this run
@@ -340,6 +342,9 @@ func (r *runner) record(a *Answer) {
 	if a.FailClosed {
 		r.failClosed.Add(1)
 	}
+	if a.Outcome == portcullis.OutcomeAllow {
+		r.allowed.Add(1)
+	}
 	r.mu.Lock()
 	r.interval = append(r.interval, a.Latency)
 	r.mu.Unlock()
@@ -361,7 +366,7 @@ func (r *runner) progress(ctx context.Context) {
 		lat := r.interval
 		r.interval = nil
 		r.mu.Unlock()
-		s := Snapshot{Elapsed: now.Sub(r.start), Calls: r.calls.Load(), Failed: r.failed.Load(), Answered: r.answered.Load(), Errors: r.errorResults.Load(), FailClosed: r.failClosed.Load(), IntervalCalls: int64(len(lat))}
+		s := Snapshot{Elapsed: now.Sub(r.start), Calls: r.calls.Load(), Failed: r.failed.Load(), Answered: r.answered.Load(), Allowed: r.allowed.Load(), Errors: r.errorResults.Load(), FailClosed: r.failClosed.Load(), IntervalCalls: int64(len(lat))}
 		if r.cfg.Count > 0 {
 			s.Calls = min(s.Calls, r.cfg.Count)
 		}
@@ -416,7 +421,7 @@ func (r *runner) call(rng *rand.Rand, session string, n int) (Kind, string, map[
 	case Write:
 		return k, r.cfg.Tools.Write, map[string]any{"id": n, "text": "note " + strconv.Itoa(n) + " of " + session}
 	case Deny:
-		return k, r.cfg.Tools.Deny, map[string]any{"id": n}
+		return k, r.cfg.Tools.Deny, map[string]any{"id": n, "from": session}
 	case Shell:
 		cmd := safeCommands[rng.IntN(len(safeCommands))]
 		if rng.IntN(5) == 0 {
@@ -424,7 +429,7 @@ func (r *runner) call(rng *rand.Rand, session string, n int) (Kind, string, map[
 		}
 		return k, r.cfg.Tools.Shell, map[string]any{r.cfg.Tools.ShellArg: cmd}
 	}
-	return Read, r.cfg.Tools.Read, map[string]any{"id": n}
+	return Read, r.cfg.Tools.Read, map[string]any{"id": n, "from": session}
 }
 
 func (r *runner) addOwn(session string) {

@@ -177,11 +177,12 @@ func (c *AuditCheck) Complete() bool {
 }
 
 // unrecorded says a decision's trace records that its audit row was not
-// written (gate/audit.go does so for refusals only; an allow whose row
-// fails becomes a fail-closed deny).
+// written: a refusal says "not recorded", and an allow whose row could not
+// be written became a fail-closed deny that says "failed closed" (the
+// audit stage of package gate).
 func unrecorded(d portcullis.Decision) bool {
 	for _, t := range d.Trace {
-		if t.Stage == "audit" && strings.HasPrefix(t.Result, "not recorded") {
+		if t.Stage == "audit" && (strings.HasPrefix(t.Result, "not recorded") || strings.HasPrefix(t.Result, "failed closed")) {
 			return true
 		}
 	}

@@ -39,6 +39,7 @@ func recordCalls(s *mcp.Server, path string, reply func(string) mcp.ToolHandler)
 	obj := map[string]any{"type": "object"}
 	s.AddTool(&mcp.Tool{Name: "delete_note", InputSchema: obj, Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, reply("delete_note"))
 	s.AddTool(&mcp.Tool{Name: "run_shell", InputSchema: obj}, reply("run_shell"))
+	s.AddTool(&mcp.Tool{Name: "send_note", InputSchema: obj}, reply("send_note"))
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/call" {
