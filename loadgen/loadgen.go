@@ -381,6 +381,9 @@ func (r *runner) progress(ctx context.Context) {
 			}
 		}
 		last = now
+		if done && len(lat) == 0 && len(r.timeline) > 0 {
+			return // the last interval was empty: nothing to add
+		}
 		r.timeline = append(r.timeline, s)
 		if r.cfg.Progress != nil {
 			r.cfg.Progress(s)

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/portcullis/portcullis/loadgen"
+	"github.com/portcullis/portcullis/sqlite"
 )
 
 // TestBenchShortSoak is the short version of the soak run in
@@ -87,5 +91,78 @@ func TestBenchFlags(t *testing.T) {
 				t.Fatalf("bench %v = %v; want exit 2", tc.args, err)
 			}
 		})
+	}
+}
+
+// BenchmarkGatewaySoak is the soak run of docs/OPERATIONS.md: a real
+// `portcullis serve` on SQLite under a steady load through the decision API
+// and MCP for PORTCULLIS_SOAK_DURATION (default 2m) at
+// PORTCULLIS_SOAK_RATE calls per second (default 200), printing latency and
+// the gateway's memory every PORTCULLIS_SOAK_EVERY (default 10s), then
+// checking the audit log. Run it with -benchtime 1x.
+func BenchmarkGatewaySoak(b *testing.B) {
+	duration, rate, every := 2*time.Minute, 200.0, 10*time.Second
+	if v := os.Getenv("PORTCULLIS_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		duration = d
+	}
+	if v := os.Getenv("PORTCULLIS_SOAK_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rate = r
+	}
+	if v := os.Getenv("PORTCULLIS_SOAK_EVERY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		every = d
+	}
+	for b.Loop() {
+		b.StopTimer()
+		g := newLoadGateway(b, "", loadPolicy)
+		g.start(b, "127.0.0.1:0")
+		cfg := g.loadConfig(b)
+		cfg.Sessions, cfg.Duration, cfg.Rate, cfg.ProgressEvery = 16, duration, rate, every
+		pid := g.proc.Process.Pid
+		cfg.Sample = func() (int64, bool) { return processRSS(pid) }
+		fmt.Printf("%8s %8s %8s %9s %9s %9s\n", "elapsed", "calls", "calls/s", "p50", "p99", "RSS")
+		cfg.Progress = func(s loadgen.Snapshot) {
+			fmt.Printf("%7.0fs %8d %8.0f %7.2fms %7.2fms %6.1f MB\n", s.Elapsed.Seconds(), s.Answered, s.IntervalRate, ms(s.IntervalP50), ms(s.IntervalP99), float64(s.RSSBytes)/(1<<20))
+		}
+		rep, err := loadgen.Run(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g.stop()
+		st, err := sqlite.Open(context.Background(), filepath.Join(g.dir, "state", "portcullis.db"), sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := rep.CheckAudit(context.Background(), st)
+		st.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := rep.WriteTable(os.Stdout); err != nil {
+			b.Fatal(err)
+		}
+		if !c.Complete() {
+			b.Fatalf("audit after the soak = %+v", c)
+		}
+		b.ReportMetric(rep.Throughput, "calls/s")
+		b.ReportMetric(ms(rep.Overall.P50), "p50-ms")
+		b.ReportMetric(ms(rep.Overall.P99), "p99-ms")
+		b.ReportMetric(ms(rep.Overall.P999), "p999-ms")
+		if n := len(rep.Timeline); n > 1 {
+			b.ReportMetric(float64(rep.Timeline[0].RSSBytes)/(1<<20), "RSS-first-MB")
+			b.ReportMetric(float64(rep.Timeline[n-1].RSSBytes)/(1<<20), "RSS-last-MB")
+		}
+		b.StartTimer()
 	}
 }
