@@ -17,6 +17,7 @@ import (
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
+	"github.com/portcullis/portcullis/tracing"
 )
 
 // obsFlags are the observability flags of serve and mcp.
@@ -48,7 +49,30 @@ func (o *obsFlags) logger(w io.Writer) (*slog.Logger, error) {
 // traces and one log line per decision.
 type observability struct {
 	metrics *metrics.Metrics
+	tracer  *tracing.Tracer // nil: tracing is off
 	log     *slog.Logger
+}
+
+// startTracing turns traces on when the OTEL_* variables ask for them
+// (tracing.FromEnv). The returned function flushes the spans not yet sent;
+// call it before exiting.
+func (o *observability) startTracing(ctx context.Context) (func(), error) {
+	tr, shutdown, err := tracing.FromEnv(ctx, moduleVersion())
+	if err != nil {
+		return nil, err
+	}
+	if tr == nil {
+		return func() {}, nil
+	}
+	o.tracer = tr
+	o.log.Info("tracing on: spans are exported with OTLP")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			o.log.Warn("flush traces", "err", err)
+		}
+	}, nil
 }
 
 // gateOptions are the gate's observers: the decision log, the metrics and
@@ -58,6 +82,9 @@ func (o *observability) gateOptions() []gate.Option {
 	if o.metrics != nil {
 		opts = append(opts, gate.WithObserver(o.metrics))
 	}
+	if o.tracer != nil {
+		opts = append(opts, gate.WithObserver(o.tracer))
+	}
 	return opts
 }
 
@@ -65,6 +92,9 @@ func (o *observability) gateOptions() []gate.Option {
 // nothing to tell).
 func (o *observability) gatewayObserver() mcpgw.Observer {
 	var obs gatewayObservers
+	if o.tracer != nil {
+		obs = append(obs, o.tracer)
+	}
 	if o.metrics != nil {
 		obs = append(obs, o.metrics)
 	}

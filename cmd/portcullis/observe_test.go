@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,5 +211,45 @@ func TestDecisionLogLine(t *testing.T) {
 
 	if _, err := (&obsFlags{logFormat: "xml"}).logger(&buf); err == nil {
 		t.Error("--log-format xml was accepted")
+	}
+}
+
+// TestServeExportsTraces runs `portcullis serve` with the OTEL_* variables
+// pointing at a real HTTP endpoint: an MCP call arrives there as a
+// tools/call span with the decision's span and its stages.
+func TestServeExportsTraces(t *testing.T) {
+	var mu sync.Mutex
+	var got []byte
+	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			mu.Lock()
+			got = append(got, body...)
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer otlp.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	cfg, token := writeServeConfig(t, "")
+	s := startServe(t, cfg)
+	cs := connectHTTP(t, s.url, token)
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}}); err != nil || res.IsError {
+		t.Fatalf("read_note = %+v, %v", res, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		body := string(got)
+		mu.Unlock()
+		if strings.Contains(body, "tools/call") && strings.Contains(body, "portcullis.decide") &&
+			strings.Contains(body, "portcullis.stage elements") && strings.Contains(body, "upstream tools/call") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the spans did not arrive; received %d bytes", len(body))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
