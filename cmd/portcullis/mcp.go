@@ -83,6 +83,11 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	obs := &observability{log: log}
+	flushTraces, err := obs.startTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
 	if of.metricsAddr != "" {
 		obs.metrics = metrics.New(metrics.Options{State: st})
 		st = obs.store(st)

@@ -255,6 +255,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	m := metrics.New(metrics.Options{State: st})
 	obs := &observability{metrics: m, log: log}
+	flushTraces, err := obs.startTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
 	st = obs.store(st)
 
 	// Human channels: the gateway's own terminal always (it shows the
