@@ -177,13 +177,20 @@ func newFlagSet(name string, stderr io.Writer, help string) *flag.FlagSet {
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
+		before := len(args)
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
 			return nil, &exitError{code: 2}
 		}
-		args = fs.Args()
+		rest := fs.Args()
+		if n := before - len(rest); n > 0 && args[n-1] == "--" {
+			// Parse stopped at "--" and consumed it: the rest is the
+			// upstream's command, flags and all (`-- npx -y server`).
+			return append(pos, rest...), nil
+		}
+		args = rest
 		if len(args) == 0 {
 			return pos, nil
 		}
