@@ -253,3 +253,65 @@ func TestServeExportsTraces(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestMCPMetricsAddr: the stdio wrapper serves the same metrics on
+// --metrics-addr, behind the metrics token, and logs one JSON line per
+// decision with --log-format json.
+func TestMCPMetricsAddr(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	policyPath := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyPath, []byte(servePolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "mcp.log")
+	cmd := wrapperCmd(t, "--policy", policyPath, "--state", state, "--metrics-addr", "127.0.0.1:0", "--log", logPath, "--log-format", "json",
+		"--", "env", upstreamEnv+"=1", os.Args[0], "-test.run=^$")
+	cmd.Stderr = os.Stderr
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "metrics-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}}); err != nil || res.IsError {
+		t.Fatalf("read_note = %+v, %v", res, err)
+	}
+	logs, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var url, decisionID string
+	for _, line := range strings.Split(strings.TrimSpace(string(logs)), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		switch rec["msg"] {
+		case "serving metrics":
+			url, _ = rec["url"].(string)
+		case "decision":
+			decisionID, _ = rec["decisionId"].(string)
+		}
+	}
+	if url == "" || decisionID == "" {
+		t.Fatalf("the log has no metrics address or no decision line:\n%s", logs)
+	}
+	base := strings.TrimSuffix(url, "/metrics")
+	if code, _ := getMetrics(t, base, ""); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token = %d; want 401", code)
+	}
+	code, body := getMetrics(t, base, "Bearer "+readToken(t, filepath.Join(state, "metrics.token")))
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d", code)
+	}
+	for _, want := range []string{
+		`portcullis_decisions_total{code="",level="AUTO_APPROVE",outcome="allow",stage="elements",tool="read_note"} 1`,
+		`portcullis_upstream_calls_total{result="ok",upstream=`,
+		`portcullis_mcp_calls_total{result="forwarded"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the scrape has no %q", want)
+		}
+	}
+}
