@@ -207,8 +207,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if human != nil && slices.Contains(cfg.Via, MCP) && cfg.Mix[Write] > 0 {
 		approver.Go(func() { r.approveHeld(apCtx) })
 	}
+	// Progress runs until the last call is answered, calls in flight
+	// when the run ends included.
+	progCtx, progStop := context.WithCancel(ctx)
+	defer progStop()
 	progDone := make(chan struct{})
-	go func() { defer close(progDone); r.progress(runCtx) }()
+	go func() { defer close(progDone); r.progress(progCtx) }()
 
 	var wg sync.WaitGroup
 	answers := make([][]Answer, cfg.Sessions)
@@ -225,6 +229,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	wg.Wait()
 	cancel()
+	progStop()
 	<-progDone
 	apStop()
 	approver.Wait()
@@ -380,9 +385,10 @@ func (r *runner) progress(ctx context.Context) {
 				s.RSSBytes = rss
 			}
 		}
+		short := now.Sub(last) < r.cfg.ProgressEvery/2
 		last = now
-		if done && len(lat) == 0 && len(r.timeline) > 0 {
-			return // the last interval was empty: nothing to add
+		if done && len(r.timeline) > 0 && (len(lat) == 0 || short) {
+			return // the run ended just after the last snapshot: a rate over a sliver says nothing
 		}
 		r.timeline = append(r.timeline, s)
 		if r.cfg.Progress != nil {
