@@ -136,8 +136,20 @@ func browse(t *testing.T, ctx context.Context, what string, actions ...chromedp.
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	if err := chromedp.Run(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		t.Fatalf("%s: %v\n%s", what, err, whereIs(ctx))
 	}
+}
+
+// whereIs describes the page the browser shows, for a failure message.
+func whereIs(tab context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(tab), 5*time.Second)
+	defer cancel()
+	var where string
+	err := chromedp.Run(ctx, chromedp.Evaluate(`location.href + " (live: " + (document.getElementById("live-status") || {}).textContent + ")\n" + document.body.innerText.slice(0, 2000)`, &where))
+	if err != nil {
+		return "(the page could not be read: " + err.Error() + ")"
+	}
+	return "the page: " + where
 }
 
 // pageText waits until sel shows some text and returns it. It reads in
@@ -275,20 +287,33 @@ func released(t *testing.T, ch <-chan heldResult) *mcp.CallToolResult {
 }
 
 // arrived waits, on the open pending page, for a new approval to appear
-// without a reload, and returns its ID.
-func arrived(t *testing.T, ctx context.Context) string {
+// without a reload, and returns its ID and the path of its page. (The
+// console announces a new approval twice, from the gate's notice and from
+// the store's change feed, so the card may be redrawn once more just after
+// it appears: the test reads it in one script evaluation, and acts on it
+// only where a redraw cannot swallow a click.)
+func arrived(t *testing.T, ctx context.Context) (id, path string) {
 	t.Helper()
-	var id string
+	var card []string
 	var same bool
 	browse(t, ctx, "see the held call appear on the open page",
 		chromedp.WaitVisible(`#pending-list li.approval`, chromedp.ByQuery),
-		chromedp.PollFunction(`() => { const e = document.querySelector("#pending-list li.approval"); return e ? e.getAttribute("data-approval") : ""; }`, &id,
-			chromedp.WithPollingTimeout(0)),
+		chromedp.PollFunction(`() => {
+			const e = document.querySelector("#pending-list li.approval");
+			const a = e && e.querySelector("a.tool");
+			return a ? [e.getAttribute("data-approval"), a.getAttribute("href"), a.textContent.trim()] : null;
+		}`, &card, chromedp.WithPollingTimeout(0)),
 		chromedp.Evaluate(`window.portcullisE2E === "still this page"`, &same))
 	if !same {
 		t.Fatal("the page was reloaded to show the pending approval; want a live update")
 	}
-	return id
+	if len(card) != 3 || card[0] == "" || !strings.HasPrefix(card[1], "/approvals/") {
+		t.Fatalf("the pending card reads %q; want its approval ID and the link to its page", card)
+	}
+	if card[2] != "write_note" {
+		t.Errorf("the pending card names tool %q; want write_note", card[2])
+	}
+	return card[0], card[1]
 }
 
 func TestConsoleEndToEnd(t *testing.T) {
@@ -341,15 +366,26 @@ func TestConsoleEndToEnd(t *testing.T) {
 			browse(t, ctx, "open the pending page", livePage(s.url+"/approvals"), chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
 				chromedp.Evaluate(`window.portcullisE2E = "still this page"`, nil))
 			held := heldCall(cs, "write_note", map[string]any{"id": 7, "text": "ship it"})
-			id := arrived(t, ctx)
-			card := "#approval-" + id
-			if got := pageText(t, ctx, card+" a.tool"); got != "write_note" {
-				t.Errorf("the pending card names tool %q; want write_note", got)
+			id, path := arrived(t, ctx)
+
+			// The person opens the request (the card's link) and reads it.
+			browse(t, ctx, "open the request", livePage(s.url+path), chromedp.WaitVisible("#trace", chromedp.ByQuery))
+			if got := pageText(t, ctx, "#args"); !strings.Contains(got, "ship it") {
+				t.Errorf("the request's page shows arguments %q", got)
+			}
+			if got := pageText(t, ctx, "#status"); got != "pending" {
+				t.Errorf("the request's page shows status %q; want pending", got)
+			}
+			if screenshotUpdate(t) {
+				var png []byte
+				browse(t, ctx, "screenshot the approval page", chromedp.FullScreenshot(&png, 100))
+				if err := os.WriteFile(serveScreenshot, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			browse(t, ctx, "approve once",
-				press(card+` button[data-action="approve-once"]`),
-				chromedp.WaitVisible("#flash", chromedp.ByQuery),
-				chromedp.WaitNotPresent(card, chromedp.ByQuery))
+				press(`#approval button[data-action="approve-once"]`),
+				chromedp.WaitVisible("#flash", chromedp.ByQuery))
 			res := released(t, held)
 			if got := resultText(res); res.IsError || !strings.HasPrefix(got, "write_note ") || !strings.Contains(got, "ship it") {
 				t.Fatalf("the approved write_note returned isError=%v %q; want the upstream's result", res.IsError, got)
@@ -366,35 +402,27 @@ func TestConsoleEndToEnd(t *testing.T) {
 			browse(t, ctx, "open the pending page", livePage(s.url+"/approvals"), chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
 				chromedp.Evaluate(`window.portcullisE2E = "still this page"`, nil))
 			held := heldCall(cs, "write_note", map[string]any{"id": 8, "text": "wipe the archive"})
-			id := arrived(t, ctx)
-			browse(t, ctx, "open the request",
-				press("#approval-"+id+" a.tool"),
-				chromedp.WaitVisible("#trace", chromedp.ByQuery),
-				chromedp.WaitReady(`#main[data-version]`, chromedp.ByQuery))
-			if got := pageText(t, ctx, "#args"); !strings.Contains(got, "wipe the archive") {
-				t.Errorf("the request's page shows arguments %q", got)
-			}
-			if got := pageText(t, ctx, "#status"); got != "pending" {
-				t.Errorf("the request's page shows status %q; want pending", got)
-			}
-			if screenshotUpdate(t) {
-				var png []byte
-				browse(t, ctx, "screenshot the approval page", chromedp.FullScreenshot(&png, 100))
-				if err := os.WriteFile(serveScreenshot, png, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			id, path := arrived(t, ctx)
+
+			// Denied on the card where it appeared: once the reason field
+			// holds text the page stops redrawing it (the person is typing).
+			card := "#approval-" + id
 			const reason = "Not the archive: ask me before deleting anything"
 			browse(t, ctx, "deny with a reason",
-				fill(`#approval form.deny input[name="reason"]`, reason),
-				press(`#approval button[data-action="deny"]`),
-				chromedp.WaitVisible("#deny-reason", chromedp.ByQuery))
-			if got := pageText(t, ctx, "#deny-reason"); got != reason {
-				t.Errorf("the page shows the reason %q; want %q", got, reason)
-			}
+				fill(card+` form.deny input[name="reason"]`, reason),
+				press(card+` button[data-action="deny"]`),
+				chromedp.WaitVisible("#flash", chromedp.ByQuery),
+				chromedp.WaitNotPresent(card, chromedp.ByQuery))
 			res := released(t, held)
 			if got := resultText(res); !res.IsError || !strings.Contains(got, reason) {
 				t.Fatalf("the denied write_note returned isError=%v %q; want an error with the person's reason", res.IsError, got)
+			}
+			browse(t, ctx, "open the decided request", livePage(s.url+path), chromedp.WaitVisible("#deny-reason", chromedp.ByQuery))
+			if got := pageText(t, ctx, "#deny-reason"); got != reason {
+				t.Errorf("the request's page shows the reason %q; want %q", got, reason)
+			}
+			if got := pageText(t, ctx, "#decided-by"); !strings.HasPrefix(got, "console:ana") {
+				t.Errorf("the request's page says it was decided by %q; want console:ana", got)
 			}
 		}},
 		{"unblock with the code", func(t *testing.T) {
