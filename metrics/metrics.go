@@ -70,7 +70,16 @@ type Metrics struct {
 	reloads          prometheus.Counter
 	reloadFailures   prometheus.Counter
 	policyLoaded     prometheus.Gauge
+
+	// The histograms of the known stages and outcomes, looked up once
+	// (a decision observes five or six of them).
+	stageObs   map[string]prometheus.Observer
+	outcomeObs map[portcullis.Outcome]prometheus.Observer
 }
+
+// stages are the pipeline's stages (DESIGN.md), and request for a call
+// rejected before it.
+var stages = []string{"request", "mode", "danger_zone", "route", "elements", "autonomy", "validator", "confirmation", "retry_guard", "audit"}
 
 // Decision latencies are microseconds to milliseconds; validator, store and
 // upstream latencies up to seconds; approval waits up to minutes.
@@ -153,6 +162,14 @@ func New(o Options) *Metrics {
 	reg.MustRegister(m.decisions, m.decisionSeconds, m.stageSeconds, m.validatorCalls, m.validatorSeconds,
 		m.approvalWait, m.storeOps, m.storeErrors, m.mcpCalls, m.upstreamCalls, m.upstreamErrors,
 		m.upstreamSeconds, m.upstreamRestarts, m.reloads, m.reloadFailures, m.policyLoaded)
+	m.stageObs = make(map[string]prometheus.Observer, len(stages))
+	for _, s := range stages {
+		m.stageObs[s] = m.stageSeconds.WithLabelValues(s)
+	}
+	m.outcomeObs = make(map[portcullis.Outcome]prometheus.Observer, len(portcullis.Outcomes))
+	for _, o := range portcullis.Outcomes {
+		m.outcomeObs[o] = m.decisionSeconds.WithLabelValues(string(o))
+	}
 	if o.State != nil {
 		reg.MustRegister(&stateCollector{state: o.State, clock: o.Clock})
 	}
@@ -182,9 +199,17 @@ func (m *Metrics) ObserveDecision(_ context.Context, ev *portcullis.DecisionEven
 		tool = d.Tool
 	}
 	m.decisions.WithLabelValues(string(d.Outcome), d.PermissionLevel.String(), string(d.Code), ev.DecidingStage(), tool).Inc()
-	m.decisionSeconds.WithLabelValues(string(d.Outcome)).Observe(ev.Duration.Seconds())
+	if h, ok := m.outcomeObs[d.Outcome]; ok {
+		h.Observe(ev.Duration.Seconds())
+	} else {
+		m.decisionSeconds.WithLabelValues(string(d.Outcome)).Observe(ev.Duration.Seconds())
+	}
 	for _, s := range ev.Stages {
-		m.stageSeconds.WithLabelValues(s.Stage).Observe(s.Duration.Seconds())
+		if h, ok := m.stageObs[s.Stage]; ok {
+			h.Observe(s.Duration.Seconds())
+		} else {
+			m.stageSeconds.WithLabelValues(s.Stage).Observe(s.Duration.Seconds())
+		}
 	}
 	if v := ev.Validator; v != nil {
 		cached := strconv.FormatBool(v.Cached)
