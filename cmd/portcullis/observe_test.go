@@ -314,4 +314,21 @@ func TestMCPMetricsAddr(t *testing.T) {
 			t.Errorf("the scrape has no %q", want)
 		}
 	}
+
+	// The wrapper reloads its policy file too.
+	replacePolicy(t, policyPath, servePolicy+"elements:\n  - {name: Lockdown, type: persona, active: true, gatekeeper: {deny: [read_note]}}\n")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the wrapper did not put the changed policy in force")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
