@@ -291,6 +291,9 @@ type runner struct {
 
 	calls, failed, approvals                    atomic.Int64
 	errorResults, failClosed, answered, allowed atomic.Int64
+	// writing counts MCP writes in flight: the person looks for held
+	// calls only while there may be some.
+	writing atomic.Int64
 
 	mu       sync.Mutex
 	own      map[string]bool // sessions of this run
@@ -518,6 +521,9 @@ func (r *runner) approveHeld(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if r.writing.Load() == 0 {
+			continue
+		}
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		aps, err := r.human.Approvals(lctx, portcullis.ApprovalFilter{Status: portcullis.ApprovalPending, Limit: 500})
 		cancel()
@@ -563,7 +569,13 @@ func (r *runner) mcpSession(ctx context.Context, i int, rng *rand.Rand, stop con
 		kind, tool, args := r.call(rng, cs.ID(), n)
 		a := Answer{Via: MCP, Kind: kind, Session: cs.ID(), Tool: tool, Args: args, Start: start}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
+		if kind == Write {
+			r.writing.Add(1)
+		}
 		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if kind == Write {
+			r.writing.Add(-1)
+		}
 		cancel()
 		a.Latency = time.Since(a.Start)
 		switch {
