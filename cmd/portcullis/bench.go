@@ -103,6 +103,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var check *loadgen.AuditCheck
 	if *audit {
+		// Open only an existing store: a new empty one would report
+		// every decision missing.
+		if u, err := sf.url(); err == nil && strings.HasPrefix(u, "sqlite:") {
+			path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
+			if _, err := os.Stat(path); err != nil {
+				return fmt.Errorf("the gateway's store: %w (pass the gateway's --state or --store, or --audit=false)", err)
+			}
+		}
 		st, err := sf.open(ctx, cliLogger(stderr))
 		if err != nil {
 			return fmt.Errorf("open the store to check the audit log: %w (pass --state or --store, or --audit=false)", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,28 @@ func TestBenchShortSoak(t *testing.T) {
 	}
 	if stderr.Len() == 0 {
 		t.Error("bench printed no progress on stderr")
+	}
+
+	// The table, for a count of calls; then the same against a state
+	// directory that holds no store: an error, not an empty store.
+	base := []string{"bench", "--gateway", g.url, "--token-file", filepath.Join(g.dir, "bot.token"),
+		"--human-token-file", filepath.Join(g.dir, "state", "admin.token"), "--count", "40", "--sessions", "4", "--progress", "0"}
+	stdout.Reset()
+	if err := run(context.Background(), append(base, "--state", filepath.Join(g.dir, "state")), nil, &stdout, &stderr); err != nil {
+		t.Fatalf("bench --count 40: %v", err)
+	}
+	for _, want := range []string{"40 calls in", "p99.9", "audit: complete", "the chain verifies"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("bench's table lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	empty := t.TempDir()
+	err = run(context.Background(), append(base, "--state", empty), nil, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--audit=false") {
+		t.Errorf("bench with a state directory holding no store = %v; want an error that says what to pass", err)
+	}
+	if _, serr := os.Stat(filepath.Join(empty, "portcullis.db")); serr == nil {
+		t.Error("bench created an empty store to check the audit against")
 	}
 }
 
