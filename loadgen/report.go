@@ -272,7 +272,7 @@ func (r *Report) CheckAudit(ctx context.Context, log portcullis.AuditLog) (*Audi
 
 // WriteTable prints the report as a table.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%d calls in %s, %d answered: %.0f calls/s\n\n", r.Calls, r.Elapsed.Round(time.Millisecond), r.Answered, r.Throughput)
+	fmt.Fprintf(w, "%d calls in %s, %d answered: %.0f calls/s; %d requests approved as a person\n\n", r.Calls, r.Elapsed.Round(time.Millisecond), r.Answered, r.Throughput, r.Approvals)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "via\tkind\tcalls\tallow\tconfirm\tdeny\tstop\terror\tfailed\tfailClosed\tp50\tp99\tp99.9\tmax\t")
 	row := func(s Stats) {
