@@ -68,8 +68,9 @@ type upstreamConfig struct {
 	Dir     string            `yaml:"dir"`
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
-	// Prefix overrides the tool-name prefix (default "<name>__"; "" for
-	// none when tool names cannot clash).
+	// Prefix overrides the tool-name prefix (default: "<name>__" with
+	// several upstreams, none with one; "" for none when tool names
+	// cannot clash).
 	Prefix *string `yaml:"prefix"`
 }
 
