@@ -122,7 +122,10 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 	until := fs.String("until", "", "replay decisions before this `time` (RFC 3339) or this long ago")
 	asJSON := fs.Bool("json", false, "one JSON object per changed decision, then one summary object")
 	every := fs.Int64("progress", 100000, "report progress on stderr every `N` rows (0: never)")
-	var sf stateFlags
+	// The replay reads every row of the log itself, and a damaged page is an
+	// error of that scan: SQLite's whole-file quick_check at open would read
+	// the file twice.
+	sf := stateFlags{perCall: true}
 	sf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {

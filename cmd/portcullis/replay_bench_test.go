@@ -19,8 +19,9 @@ import (
 // --json` over a SQLite store): the rows of replayLog, written by a real
 // gate, copied until the log has PORTCULLIS_BENCH_REPLAY_ROWS rows (default
 // 100,000). It reports rows per second. With PORTCULLIS_BENCH_REPLAY_KEEP=DIR
-// the long log is built in DIR and kept, to replay it with the command
-// under /usr/bin/time.
+// the long log and the new policy (new.yaml) are written in DIR and kept,
+// to replay them with the command under /usr/bin/time. The new policy
+// raises the autonomy budget, so one row in twenty changes.
 func BenchmarkReplay(b *testing.B) {
 	rows := int64(100_000)
 	if s := os.Getenv("PORTCULLIS_BENCH_REPLAY_ROWS"); s != "" {
@@ -37,6 +38,9 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	copyLog(b, filepath.Join(recorded, "portcullis.db"), filepath.Join(long, "portcullis.db"), rows)
 	newPolicy := filepath.Join(b.TempDir(), "new.yaml")
+	if os.Getenv("PORTCULLIS_BENCH_REPLAY_KEEP") != "" {
+		newPolicy = filepath.Join(long, "new.yaml") // kept beside the log
+	}
 	if err := os.WriteFile(newPolicy, []byte(strings.Replace(replayPolicy, "maxAutonomousSteps: 3", "maxAutonomousSteps: 5", 1)), 0o600); err != nil {
 		b.Fatal(err)
 	}
