@@ -290,13 +290,18 @@ type replayResult struct {
 	change   *replayChange // nil: no change
 }
 
+// maxInFlight bounds the rows read but not yet accounted, whatever the
+// workers' speeds: the memory of a replay does not grow with the log.
+const maxInFlight = 1024
+
 // run scans the log after row start. One goroutine reads the log, the
 // workers decode and re-decide rows (each with its own gate), and the
-// results are accounted and emitted in log order. Memory stays bounded:
-// at most the channels' capacity of rows is in flight.
+// results are accounted and emitted in log order. At most maxInFlight
+// rows are between the reader and the accounting at any time.
 func (r *replayRun) run(ctx context.Context, log portcullis.AuditLog, start int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	slots := make(chan struct{}, maxInFlight)
 	in := make(chan replayItem, 256)
 	out := make(chan replayItem, 256)
 	var wg sync.WaitGroup
@@ -317,6 +322,11 @@ func (r *replayRun) run(ctx context.Context, log portcullis.AuditLog, start int6
 		defer close(in)
 		n := int64(0)
 		scanned <- log.ScanAudit(ctx, start, func(rec portcullis.AuditRecord) (bool, error) {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
 			select {
 			case in <- replayItem{n: n, rec: rec}:
 				n++
@@ -346,6 +356,7 @@ func (r *replayRun) run(ctx context.Context, log portcullis.AuditLog, start int6
 			}
 			delete(pending, next)
 			next++
+			<-slots
 			if err := r.account(&p); err != nil {
 				failed = err
 				cancel()
