@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -45,6 +46,10 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // the gateway's added p50. With the SQLite store the allowed call waits
 // for its audit row to be durable (an fsync) before it is forwarded.
 func BenchmarkStdioAddedLatency(b *testing.B) {
+	// As `portcullis mcp` runs (its tuneGC), unless $GOGC says otherwise.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	for _, store := range []string{"memstore", "sqlite"} {
 		b.Run(store, func(b *testing.B) {
 			ctx := context.Background()
