@@ -53,6 +53,10 @@ type Notice struct {
 	// must deliver it only on a human channel, never where an agent reads.
 	Code      string    `json:"code,omitempty"`
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// Link is where a person acts on the notice (the console's page of
+	// the approval request, or of the blocks), set by a gateway that
+	// serves a console; empty otherwise.
+	Link string `json:"link,omitempty"`
 }
 
 // NoticeKind says what a Notice is about.

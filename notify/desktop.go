@@ -141,7 +141,9 @@ func (d *Desktop) Close(ctx context.Context) error {
 // args are the program's arguments for a notice.
 func (d *Desktop) args(n portcullis.Notice) []string {
 	subtitle, lines := desktopText(n)
-	if d.consoleURL != "" {
+	if n.Link != "" {
+		lines = append(lines, "Open: "+n.Link)
+	} else if d.consoleURL != "" {
 		lines = append(lines, "Open the console: "+d.consoleURL)
 	}
 	if d.osascript {

@@ -106,7 +106,27 @@ func summary(n portcullis.Notice, withCode bool) string {
 	if n.DecisionID != "" {
 		fmt.Fprintf(&b, " | decision %s", clean(n.DecisionID))
 	}
+	if n.Link != "" {
+		fmt.Fprintf(&b, " | %s", clean(n.Link))
+	}
 	return b.String()
+}
+
+// Linked sets each notice's Link before passing it on: the page where a
+// person acts on it. The gateway that serves the console uses it so every
+// channel links to the approval's page.
+type Linked struct {
+	Next portcullis.Notifier
+	// Link returns the page of a notice ("" for none).
+	Link func(portcullis.Notice) string
+}
+
+// Notify sets the link (unless the notice has one) and passes it on.
+func (l Linked) Notify(ctx context.Context, n portcullis.Notice) error {
+	if n.Link == "" && l.Link != nil {
+		n.Link = l.Link(n)
+	}
+	return l.Next.Notify(ctx, n)
 }
 
 func orUnknown(tool string) string {

@@ -120,3 +120,23 @@ func TestWriterConcurrent(t *testing.T) {
 		t.Errorf("Writer wrote %d lines; want 50", n)
 	}
 }
+
+func TestLinkedSetsTheLinkEveryChannelShows(t *testing.T) {
+	var buf bytes.Buffer
+	l := notify.Linked{Next: notify.NewWriter(&buf), Link: func(n portcullis.Notice) string {
+		return "http://127.0.0.1:8470/approvals/" + n.ChallengeID
+	}}
+	if err := l.Notify(context.Background(), portcullis.Notice{Kind: portcullis.NoticeApproval, Tool: "write_note", ChallengeID: "apr_1", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "| http://127.0.0.1:8470/approvals/apr_1") {
+		t.Fatalf("line %q does not link to the approval's page", buf.String())
+	}
+	buf.Reset()
+	if err := l.Notify(context.Background(), portcullis.Notice{Kind: portcullis.NoticeApproval, ChallengeID: "apr_2", Link: "http://elsewhere/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "http://elsewhere/x") || strings.Contains(buf.String(), "apr_2\n") {
+		t.Fatalf("a notice's own link was replaced: %q", buf.String())
+	}
+}

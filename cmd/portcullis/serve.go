@@ -279,7 +279,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if extra != nil {
 		human = append(human, extra)
 	}
-	g, pol, err := loadAgentGate(cfg.Policy, stderr, append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, *cfgPath), gate.WithNotifier(human))...)
+	// Every notice links to the console page where a person acts on it.
+	// base is set once the listener is open, before anything is decided.
+	var base string
+	linked := notify.Linked{Next: human, Link: func(n portcullis.Notice) string {
+		switch n.Kind {
+		case portcullis.NoticeApproval:
+			if n.ChallengeID != "" {
+				return base + console.ApprovalPath(n.ChallengeID)
+			}
+		case portcullis.NoticeBlock:
+			return base + "/blocks"
+		case portcullis.NoticeToolChange:
+			return base + "/tools"
+		}
+		return base + "/"
+	}}
+	g, pol, err := loadAgentGate(cfg.Policy, stderr, append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, *cfgPath), gate.WithNotifier(linked))...)
 	if err != nil {
 		return err
 	}
@@ -302,7 +318,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	base := cfg.PublicURL
+	base = cfg.PublicURL
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
@@ -323,7 +339,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Name: "portcullis", Version: moduleVersion(),
 		Wait:        pol.Approvals.Wait,
 		ShowDenied:  cfg.ShowDenied,
-		Notifier:    human,
+		Notifier:    linked,
 		Logger:      log,
 		ApprovalURL: func(id string) string { return base + console.ApprovalPath(id) },
 		Observer:    obs.gatewayObserver(),
