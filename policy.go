@@ -204,6 +204,11 @@ type Migration struct {
 type ApprovalsConfig struct {
 	// Wait is `wait`: how long a held call waits for a person (default 45s).
 	Wait time.Duration
+	// OutOfBand is `outOfBand`: a call that needs a person is approved
+	// out of band (console, CLI, approvals API) with the call held, even
+	// where the host could ask the person itself (a Claude Code hook's
+	// "ask"), so the answer comes on a channel the agent cannot reach.
+	OutOfBand bool
 }
 
 // AuditConfig is `audit`.

@@ -114,6 +114,7 @@ func Diff(before, after *portcullis.Policy) []Change {
 	d.migrations(before.Migrations, after.Migrations)
 	d.section(SectionApprovals, "")
 	d.field("wait", duration(before.Approvals.Wait), duration(after.Approvals.Wait))
+	d.field("outOfBand", strconv.FormatBool(before.Approvals.OutOfBand), strconv.FormatBool(after.Approvals.OutOfBand))
 	d.section(SectionAudit, "")
 	d.list("redact", before.Audit.Redact, after.Audit.Redact)
 	d.field("retention.maxAge", duration(before.Audit.Retention.MaxAge), duration(after.Audit.Retention.MaxAge))

@@ -25,7 +25,7 @@ var (
 	validatorKeys      = []string{"provider", "model", "baseURL", "apiKeyEnv", "command", "timeout", "mode", "rules", "scope"}
 	validatorScopeKeys = []string{"risks", "tools", "shell"}
 	migrationKeys      = []string{"name", "paths"}
-	approvalsKeys      = []string{"wait"}
+	approvalsKeys      = []string{"wait", "outOfBand"}
 	auditKeys          = []string{"redact", "retention"}
 	retentionKeys      = []string{"maxAge", "maxRows"}
 )
@@ -346,8 +346,13 @@ func (p *parser) policy(root *yaml.Node) *portcullis.Policy {
 		case "migrations":
 			pol.Migrations = p.migrations(v)
 		case "approvals":
-			p.mapping(v, w, approvalsKeys, func(_ string, _, v *yaml.Node) {
-				pol.Approvals.Wait, _ = p.duration(v, w.key("wait"))
+			p.mapping(v, w, approvalsKeys, func(key string, _, v *yaml.Node) {
+				switch key {
+				case "wait":
+					pol.Approvals.Wait, _ = p.duration(v, w.key("wait"))
+				case "outOfBand":
+					pol.Approvals.OutOfBand, _ = p.boolean(v, w.key("outOfBand"))
+				}
 			})
 		case "audit":
 			p.mapping(v, w, auditKeys, func(key string, _, v *yaml.Node) {

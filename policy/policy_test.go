@@ -680,3 +680,30 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestApprovalsOutOfBand(t *testing.T) {
+	p, _, err := policy.Parse("p.yaml", []byte("version: 1\napprovals: {outOfBand: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Approvals.OutOfBand {
+		t.Fatal("approvals.outOfBand: true was not read")
+	}
+	if _, _, err := policy.Parse("p.yaml", []byte("version: 1\napprovals: {outOfBand: maybe}\n")); err == nil || !strings.Contains(err.Error(), "outOfBand") {
+		t.Fatalf("approvals.outOfBand: maybe: err = %v; want an error naming the key", err)
+	}
+	q, _, err := policy.Parse("p.yaml", []byte("version: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := policy.Diff(q, p)
+	found := false
+	for _, c := range changes {
+		if strings.Contains(fmt.Sprint(c), "outOfBand") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("policy diff does not show outOfBand: %v", changes)
+	}
+}

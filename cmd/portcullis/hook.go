@@ -120,6 +120,9 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		defer cleanup()
 		opts.Decider, opts.Holder, opts.Policy = g, hook.WaitThenDecide{Waiter: g, Decider: g}, pol
 	}
+	if opts.Policy != nil && opts.Policy.Approvals.OutOfBand {
+		opts.Hold = true // the policy says people answer out of band
+	}
 	h, err := hook.New(opts)
 	if err != nil {
 		return refuse(err)
