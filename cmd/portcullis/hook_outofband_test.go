@@ -21,9 +21,9 @@ func TestHookHoldsWhenThePolicySaysOutOfBand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(src), "approvals:\n", "approvals:\n  outOfBand: true\n", 1)
+	text := strings.Replace(string(src), "outOfBand: false", "outOfBand: true", 1)
 	if text == string(src) {
-		t.Fatal("the example policy has no approvals block to extend")
+		t.Fatal("the example policy has no approvals.outOfBand to turn on")
 	}
 	pol := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(pol, []byte(text), 0o600); err != nil {

@@ -48,7 +48,21 @@ type policyWatcher struct {
 	rejected string
 	// unreadable counts the looks in a row that could not read the file.
 	unreadable int
+	// problem is why the file's newest version was rejected; "" when the
+	// policy in force is the file's.
+	problem atomic.Pointer[string]
 }
+
+// Problem says why the policy file's newest version is not in force ("":
+// it is). The console shows it as a banner.
+func (w *policyWatcher) Problem() string {
+	if p := w.problem.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (w *policyWatcher) setProblem(s string) { w.problem.Store(&s) }
 
 func newPolicyWatcher(path string, g *gate.Gate, st portcullis.Store, log *slog.Logger, m reloadMetrics) *policyWatcher {
 	w := &policyWatcher{path: path, gate: g, store: st, log: log, metrics: m, every: reloadInterval}
@@ -97,6 +111,7 @@ func (w *policyWatcher) check(ctx context.Context) bool {
 	old := w.gate.Policy()
 	if hash == old.Hash {
 		w.rejected = ""
+		w.setProblem("")
 		return false
 	}
 	if hash == w.rejected {
@@ -118,6 +133,7 @@ func (w *policyWatcher) check(ctx context.Context) bool {
 		return false
 	}
 	w.rejected = ""
+	w.setProblem("")
 	for _, wn := range warnings {
 		w.log.Warn("policy warning", "policy", w.path, "warning", wn.String())
 	}
@@ -145,6 +161,7 @@ func (w *policyWatcher) reject(ctx context.Context, hash string, err error) {
 		w.rejected = hash
 	}
 	inForce := w.gate.Policy().Hash
+	w.setProblem(err.Error())
 	w.log.Error("policy reload rejected; the last good policy stays in force", "policy", w.path, "hash", hash, "inForce", inForce, "err", err)
 	if w.metrics != nil {
 		w.metrics.PolicyReloadFailed()

@@ -188,6 +188,9 @@ func TestReloadRejectsABrokenPolicyAndKeepsTheLastGoodOne(t *testing.T) {
 			if f.gate.Policy().Hash != good {
 				t.Fatal("the policy in force changed")
 			}
+			if f.w.Problem() == "" {
+				t.Error("the watcher does not say why the file's version is not in force (the console's banner)")
+			}
 			// Judged once: the same broken file is not rejected again
 			// every second.
 			f.w.check(ctx)
@@ -209,6 +212,9 @@ func TestReloadRejectsABrokenPolicyAndKeepsTheLastGoodOne(t *testing.T) {
 	}
 	if got := f.outcome(t); got != portcullis.OutcomeAllow {
 		t.Fatalf("read_note after the fix = %s; want allow", got)
+	}
+	if p := f.w.Problem(); p != "" {
+		t.Errorf("after a good reload the watcher still reports %q", p)
 	}
 }
 

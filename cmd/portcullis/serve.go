@@ -387,7 +387,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	con, err := console.New(console.Options{
 		Gate: g, Store: st, LoginToken: humanToken, AllowedHosts: hosts, BaseURL: base, Notices: notices, Logger: log,
-		PolicyLoadedAt: watcher.LoadedAt,
+		PolicyLoadedAt: watcher.LoadedAt, PolicyProblem: watcher.Problem,
 	})
 	if err != nil {
 		ln.Close()

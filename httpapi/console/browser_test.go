@@ -315,7 +315,12 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	codeSel := `.code[data-code-for="deploy-bot"]`
-	code := text(t, ctx, codeSel)
+	// The block arrives twice (the notice, then the store's change feed),
+	// so the page may be redrawn between finding the code and reading it:
+	// read it in one evaluation, once it is there.
+	var code string
+	run(t, ctx, "read the code", chromedp.Poll(`(() => { const e = document.querySelector('`+codeSel+`'); const s = e ? e.textContent.trim() : ""; return s !== "" ? s : false; })()`,
+		&code, chromedp.WithPollingTimeout(30*time.Second)))
 	if want := e.heard.last(t, portcullis.NoticeBlock).Code; code != want {
 		t.Fatalf("the page shows code %q; the gate issued %q", code, want)
 	}

@@ -82,6 +82,10 @@ type Options struct {
 	BaseURL string
 	// PolicyLoadedAt tells when the policy in force was loaded; nil: unknown.
 	PolicyLoadedAt func() time.Time
+	// PolicyProblem, when set, says why the newest version of the policy
+	// file was rejected ("" when the file's newest version is in force);
+	// every page shows it as a banner.
+	PolicyProblem func() string
 	// Logger receives security events (failed logins, refused requests).
 	// Nil discards.
 	Logger *slog.Logger
@@ -105,13 +109,15 @@ type Console struct {
 	loopback bool // no AllowedHosts given: the loopback names are allowed
 	base     *url.URL
 	loadedAt func() time.Time
-	log      *slog.Logger
-	notices  *Notices
-	clock    portcullis.Clock
-	key      []byte // HMAC key of CSRF tokens; new at every start
-	mux      *http.ServeMux
-	pages    map[string]*template.Template
-	assets   map[string]asset
+	// policyProblem: see Options.PolicyProblem.
+	policyProblem func() string
+	log           *slog.Logger
+	notices       *Notices
+	clock         portcullis.Clock
+	key           []byte // HMAC key of CSRF tokens; new at every start
+	mux           *http.ServeMux
+	pages         map[string]*template.Template
+	assets        map[string]asset
 
 	mu       sync.Mutex
 	sessions map[string]*session // by the hash of the cookie's value
@@ -139,15 +145,16 @@ func New(o Options) (*Console, error) {
 		return nil, fmt.Errorf("console: the login token is %d characters; want at least %d", len(o.LoginToken), minTokenLength)
 	}
 	c := &Console{
-		gate:     o.Gate,
-		store:    o.Store,
-		token:    []byte(o.LoginToken),
-		loadedAt: o.PolicyLoadedAt,
-		log:      o.Logger,
-		notices:  o.Notices,
-		clock:    o.Clock,
-		sessions: map[string]*session{},
-		done:     make(chan struct{}),
+		gate:          o.Gate,
+		store:         o.Store,
+		token:         []byte(o.LoginToken),
+		loadedAt:      o.PolicyLoadedAt,
+		policyProblem: o.PolicyProblem,
+		log:           o.Logger,
+		notices:       o.Notices,
+		clock:         o.Clock,
+		sessions:      map[string]*session{},
+		done:          make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/httpapi/console"
 )
 
 func TestPendingPage(t *testing.T) {
@@ -337,6 +338,28 @@ func TestEveryPageRenders(t *testing.T) {
 	for _, p := range []string{"/nope", "/static/nope.js", "/approvals/decided?status=weird"} {
 		if resp, _ := c.get(p); resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("GET %s = %d; want 404 or 400", p, resp.StatusCode)
+		}
+	}
+}
+
+func TestRejectedPolicyBannerOnEveryPage(t *testing.T) {
+	problem := ""
+	e := newEnv(t, func(o *console.Options, _ string) {
+		o.PolicyProblem = func() string { return problem }
+	})
+	c := e.client()
+	c.login("ana")
+	if body := c.page("/approvals"); strings.Contains(body, `id="policy-problem"`) {
+		t.Fatal("a banner with no rejected policy")
+	}
+	problem = `policy.yaml:3: unknown level "MAYBE" <script>`
+	for _, path := range []string{"/approvals", "/blocks", "/audit", "/policy"} {
+		body := c.page(path)
+		if !strings.Contains(body, `id="policy-problem"`) || !strings.Contains(body, "unknown level") {
+			t.Fatalf("%s does not show the rejected policy's banner", path)
+		}
+		if strings.Contains(body, "<script>") && !strings.Contains(body, "&lt;script&gt;") {
+			t.Fatalf("%s shows the problem unescaped", path)
 		}
 	}
 }

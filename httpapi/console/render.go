@@ -115,8 +115,11 @@ type view struct {
 	CSRF    string
 	Flash   *flash
 	Pending int // pending approvals, for the badge; -1 unknown
-	Asset   string
-	Data    any
+	// PolicyProblem says why the newest version of the policy file was
+	// rejected while the last good one stays in force; "" when none.
+	PolicyProblem string
+	Asset         string
+	Data          any
 }
 
 // pageInfo names a page's template, title and live change kinds.
@@ -166,6 +169,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 		w.Header().Set("X-Portcullis-Pending", strconv.Itoa(v.Pending))
 	} else if s != nil {
 		v.Flash = c.takeFlash(s)
+		if c.policyProblem != nil {
+			v.PolicyProblem = c.policyProblem()
+		}
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, v); err != nil {
