@@ -254,6 +254,11 @@ func (g *Gateway) newServer() *mcp.Server {
 		Capabilities: g.capabilities(),
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			g.sessionOf(req.Session, nil)
+			// With one client (the stdio wrapper), the upstreams were
+			// started before it: if it offers roots, tell them to ask.
+			if ip := req.Session.InitializeParams(); len(g.ups) == 1 && g.sessionCount() == 1 && ip != nil && ip.Capabilities != nil && ip.Capabilities.RootsV2 != nil {
+				go g.ups[0].rootsChanged(context.WithoutCancel(ctx))
+			}
 		},
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			up, err := g.resourceUpstream(req.Params.URI)
@@ -360,6 +365,12 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) *ses
 		g.mu.Unlock()
 	})
 	return s
+}
+
+func (g *Gateway) sessionCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.sessions)
 }
 
 // ownerOf is the client session an upstream's request (sampling,

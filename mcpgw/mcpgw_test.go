@@ -37,15 +37,33 @@ type notes struct {
 	conns []*mcp.ServerSession
 	slow  chan struct{}
 	dials atomic.Int32
+	// roots receives the client roots the server learned.
+	roots chan []string
 }
 
 func boolp(b bool) *bool { return &b }
 
-func newNotes() *notes {
-	n := &notes{calls: map[string]int{}, slow: make(chan struct{})}
+func newNotes(versions ...string) *notes {
+	n := &notes{calls: map[string]int{}, slow: make(chan struct{}), roots: make(chan []string, 4)}
 	n.server = mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, &mcp.ServerOptions{
-		Instructions: "Notes keep text.",
-		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
+		Instructions:              "Notes keep text.",
+		Capabilities:              &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
+		SupportedProtocolVersions: versions,
+		// Told the client's roots changed, the server asks for them.
+		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
+			r, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return
+			}
+			var uris []string
+			for _, root := range r.Roots {
+				uris = append(uris, root.URI)
+			}
+			select {
+			case n.roots <- uris:
+			default:
+			}
+		},
 	})
 	text := func(tool string) mcp.ToolHandler {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -700,5 +718,32 @@ func TestHeldCallReportsProgressAndSendsThePersonToTheConsole(t *testing.T) {
 	}
 	if r := <-done; r == nil || r.IsError {
 		t.Fatalf("approved call = %+v", r)
+	}
+}
+
+func TestUpstreamLearnsTheClientsRoots(t *testing.T) {
+	// Roots are for protocols before 2026-07-28, as most servers on npm
+	// speak them today.
+	up := newNotes("2025-11-25")
+	h := newHarness(t, testPolicy, func(c *mcpgw.Config) { c.Upstreams = []mcpgw.Upstream{up.upstream("notes")} })
+	h.up = up
+	c := mcp.NewClient(&mcp.Implementation{Name: "with-roots", Version: "1"}, nil)
+	c.AddRoots(&mcp.Root{URI: "file:///home/dev/project", Name: "project"})
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := h.gw.Server().Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	select {
+	case uris := <-h.up.roots:
+		if len(uris) != 1 || uris[0] != "file:///home/dev/project" {
+			t.Fatalf("the upstream learned roots %v; want the client's", uris)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream, started before the client, never learned the client's roots")
 	}
 }

@@ -105,6 +105,7 @@ type upstream struct {
 
 	mu    sync.Mutex
 	cs    *mcp.ClientSession
+	send  mcp.MethodHandler // the SDK client's sending handler
 	ir    *mcp.InitializeResult
 	down  error                 // why the upstream is unavailable; nil when connected
 	tools map[string]*toolEntry // by upstream name
@@ -316,6 +317,14 @@ func (u *upstream) newClient() *mcp.Client {
 				_ = ss.NotifyElicitationComplete(ctx, req.Params)
 			}
 		},
+	})
+	// The SDK's own sending handler, to tell the upstream that its
+	// client's roots changed.
+	c.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		u.mu.Lock()
+		u.send = next
+		u.mu.Unlock()
+		return next
 	})
 	// roots/list is answered by the SDK from the client's own roots; the
 	// gateway asks its client instead.
@@ -552,5 +561,22 @@ func (g *Gateway) reloadPins(c portcullis.Change) {
 		if touched {
 			g.install(u, entries)
 		}
+	}
+}
+
+// rootsChanged tells the upstream that the roots its client offers
+// changed, so it asks for them again: an upstream started before its
+// client connected (the stdio wrapper starts it first) learns the
+// client's roots this way.
+func (u *upstream) rootsChanged(ctx context.Context) {
+	u.mu.Lock()
+	cs, send := u.cs, u.send
+	u.mu.Unlock()
+	if cs == nil || send == nil {
+		return
+	}
+	req := &mcp.ClientRequest[*mcp.RootsListChangedParams]{Session: cs, Params: &mcp.RootsListChangedParams{}}
+	if _, err := send(ctx, "notifications/roots/list_changed", req); err != nil {
+		u.g.log.Debug("tell upstream its roots changed", "upstream", u.cfg.Name, "err", err)
 	}
 }
