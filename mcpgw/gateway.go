@@ -216,10 +216,20 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Close disconnects from the upstreams (stopping the processes the gateway
-// started) and ends its background work.
+// Close ends the clients' sessions, disconnects from the upstreams
+// (stopping the processes the gateway started) and ends its background
+// work.
 func (g *Gateway) Close() error {
 	g.cancel()
+	g.mu.Lock()
+	open := make([]*mcp.ServerSession, 0, len(g.sessions))
+	for ss := range g.sessions {
+		open = append(open, ss)
+	}
+	g.mu.Unlock()
+	for _, ss := range open {
+		ss.Close()
+	}
 	var errs []error
 	for _, up := range g.ups {
 		if err := up.close(); err != nil {
