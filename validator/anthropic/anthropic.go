@@ -62,7 +62,7 @@ type Model struct {
 	key       string
 	timeout   time.Duration
 	maxTokens int
-	client    anthropic.Client
+	messages  anthropic.MessageService
 }
 
 var _ portcullis.Model = (*Model)(nil)
@@ -103,7 +103,10 @@ func New(opts Options) (*Model, error) {
 		key:       opts.APIKey,
 		timeout:   opts.Timeout,
 		maxTokens: maxTokens,
-		client:    anthropic.NewClient(ropts...),
+		// The Messages service alone, with the defaults NewClient gives it
+		// (the production base URL, then ours). The whole client would
+		// link every other service of the SDK into the binary.
+		messages: anthropic.NewMessageService(append([]option.RequestOption{option.WithEnvironmentProduction()}, ropts...)...),
 	}, nil
 }
 
@@ -127,7 +130,7 @@ func (m *Model) Ask(ctx context.Context, p portcullis.ModelPrompt) (portcullis.M
 		reqCtx, cancel = context.WithTimeout(ctx, m.timeout)
 		defer cancel()
 	}
-	msg, err := m.client.Messages.New(reqCtx, params)
+	msg, err := m.messages.New(reqCtx, params)
 	if err != nil {
 		return portcullis.ModelAnswer{}, m.wrap(ctx, err)
 	}

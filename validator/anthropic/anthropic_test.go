@@ -504,3 +504,35 @@ func TestIgnoresEnvironment(t *testing.T) {
 		t.Errorf("the logs contain the API key:\n%s", logs.String())
 	}
 }
+
+// hostOnly answers every request itself, recording the URL it was sent to.
+type hostOnly struct{ urls chan string }
+
+func (h hostOnly) RoundTrip(r *http.Request) (*http.Response, error) {
+	select {
+	case h.urls <- r.URL.String():
+	default:
+	}
+	return nil, errors.New("not sent: the test only records where it would go")
+}
+
+// Without a base URL, requests go to the production API, as they would
+// with the SDK's whole client.
+func TestDefaultBaseURLIsTheProductionAPI(t *testing.T) {
+	h := hostOnly{urls: make(chan string, 1)}
+	m, err := anthropic.New(anthropic.Options{Model: "claude-x", APIKey: testKey, HTTPClient: &http.Client{Transport: h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Ask(context.Background(), testPrompt()); err == nil {
+		t.Fatal("Ask = nil error; want the transport's")
+	}
+	select {
+	case got := <-h.urls:
+		if got != "https://api.anthropic.com/v1/messages" {
+			t.Fatalf("request sent to %q; want https://api.anthropic.com/v1/messages", got)
+		}
+	default:
+		t.Fatal("no request was sent")
+	}
+}
