@@ -53,7 +53,9 @@ func openAt(t testing.TB, path string, clock portcullis.Clock) *sqlite.Store {
 // hand would.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	// The store's own connections may hold the write lock for a moment
+	// (its start-up work); wait for it as the store itself does.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
