@@ -105,15 +105,24 @@ type ShadowResult struct {
 // MarshalJSON writes every contract field, with empty lists as [] rather
 // than null.
 func (d Decision) MarshalJSON() ([]byte, error) {
-	type plain Decision
-	p := plain(d)
+	return json.Marshal(decisionFields(d))
+}
+
+// decisionJSON is a Decision without its MarshalJSON method: the fields
+// as the encoder writes them.
+type decisionJSON Decision
+
+// decisionFields is d ready to encode, with empty lists as [] rather than
+// null.
+func decisionFields(d Decision) decisionJSON {
+	p := decisionJSON(d)
 	if p.ConflictingElements == nil {
 		p.ConflictingElements = []Conflict{}
 	}
 	if p.Trace == nil {
 		p.Trace = []TraceEntry{}
 	}
-	return json.Marshal(p)
+	return p
 }
 
 // Allowed reports whether the call may be forwarded now.

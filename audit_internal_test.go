@@ -1,0 +1,141 @@
+package portcullis
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The audit row's encoding mirrors AuditEvent field for field: a field
+// added to one and not the other would be silently left out of the log.
+func TestAuditWireMatchesAuditEvent(t *testing.T) {
+	ev, w := reflect.TypeFor[AuditEvent](), reflect.TypeFor[auditWire]()
+	if ev.NumField() != w.NumField() {
+		t.Fatalf("AuditEvent has %d fields, auditWire %d", ev.NumField(), w.NumField())
+	}
+	for i := range ev.NumField() {
+		a, b := ev.Field(i), w.Field(i)
+		if a.Name != b.Name || a.Tag != b.Tag {
+			t.Errorf("field %d: AuditEvent.%s %q, auditWire.%s %q", i, a.Name, a.Tag, b.Name, b.Tag)
+		}
+		if a.Name == "Decision" {
+			if a.Type != reflect.TypeFor[*Decision]() || b.Type != reflect.TypeFor[*decisionJSON]() {
+				t.Errorf("Decision: %v and %v", a.Type, b.Type)
+			}
+			continue
+		}
+		if a.Type != b.Type {
+			t.Errorf("field %s: AuditEvent %v, auditWire %v", a.Name, a.Type, b.Type)
+		}
+	}
+}
+
+// referenceBody is the plain encoding of the event, through
+// Decision.MarshalJSON.
+func referenceBody(t *testing.T, ev *AuditEvent) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func fullEvent() *AuditEvent {
+	return &AuditEvent{
+		Kind: AuditDecision, Time: time.Date(2026, 11, 22, 3, 4, 5, 6, time.UTC),
+		DecisionID: "d-1", Session: "s <1>", Agent: "bot & co", Tool: "send_email", Outcome: OutcomeConfirm,
+		Request: &Call{Tool: "send_email", Args: map[string]any{"to": "a@example.com", "n": json.Number("3"), "html": "<b>"},
+			Session: "s <1>", Agent: "bot & co", ActiveElements: []string{"mail"}},
+		Decision: &Decision{DecisionID: "d-1", Outcome: OutcomeConfirm, PermissionLevel: ConfirmSingleUse,
+			Reason: "needs a person <now>", ConflictingElements: []Conflict{{Name: "x", WantedLevel: AutoApprove}},
+			Trace:  []TraceEntry{{Stage: "route", Result: "send_email"}, {Stage: "level", Result: "confirm", Level: ConfirmSingleUse, Decided: true}},
+			Shadow: &ShadowResult{Outcome: OutcomeDeny, PermissionLevel: Deny, Reason: "r"}, Tool: "send_email", Endpoint: Create, Risk: RiskExternalWrite},
+		PolicyHash: "sha256:ab", LatencyNS: 1234,
+		Validator:   &ValidatorRecord{Provider: "p", Model: "m", PromptHash: "h", Verdict: "allow", Confidence: 0.5, LatencyNS: 9},
+		UserPresent: true, Actor: "ann", Detail: "d",
+	}
+}
+
+func TestEncodeAuditBodyMatchesTheReference(t *testing.T) {
+	full := fullEvent()
+	noLists := fullEvent()
+	noLists.Decision.Trace, noLists.Decision.ConflictingElements = nil, nil
+	plain := fullEvent()
+	plain.Session, plain.Agent, plain.Request.Session, plain.Request.Agent, plain.Decision.Reason = "s1", "bot", "s1", "bot", "needs a person"
+	plain.Request.Args["html"] = "b"
+	human := &AuditEvent{Kind: AuditApproval, Time: time.Unix(0, 0).UTC(), DecisionID: "d-2", Actor: "ann", Detail: "fine"}
+	for name, ev := range map[string]*AuditEvent{"full": full, "empty lists": noLists, "plain text": plain, "no decision": human} {
+		got, err := EncodeAuditBody(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := referenceBody(t, ev)
+		// The same JSON value ...
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: %v in %s", name, err, got)
+		}
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+		// ... and the same bytes, except that no part of the row escapes
+		// HTML now (through Decision.MarshalJSON the decision's strings
+		// were escaped, the rest of the row was not).
+		if bytes.ContainsAny(got, "<>&") != (name == "full" || name == "empty lists") {
+			t.Errorf("%s: HTML characters escaped: %s", name, got)
+		}
+		if name == "plain text" || name == "no decision" {
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+			}
+		}
+	}
+	got, _ := EncodeAuditBody(noLists)
+	if !bytes.Contains(got, []byte(`"conflictingElements":[]`)) || !bytes.Contains(got, []byte(`"trace":[]`)) {
+		t.Errorf("empty lists are not written as []: %s", got)
+	}
+}
+
+// The chain's hash is the one existing logs were written with.
+func TestChainHashIsUnchanged(t *testing.T) {
+	old := func(prev string, seq int64, body []byte) string {
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\n%d\n", prev, seq)
+		h.Write(body)
+		return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	}
+	for _, c := range []struct {
+		prev string
+		seq  int64
+		body string
+	}{{"", 1, `{"kind":"decision"}`}, {"sha256:00ff", 9223372036854775807, ""}, {"sha256:ab", -3, "x\ny"}} {
+		if got, want := ChainHash(c.prev, c.seq, []byte(c.body)), old(c.prev, c.seq, []byte(c.body)); got != want {
+			t.Errorf("ChainHash(%q, %d, %q) = %s; want %s", c.prev, c.seq, c.body, got, want)
+		}
+	}
+}
+
+// BenchmarkEncodeAuditBody encodes a decision row with its request, trace
+// and validator record, and chains it, as a store appends it.
+func BenchmarkEncodeAuditBody(b *testing.B) {
+	ev := fullEvent()
+	b.ReportAllocs()
+	for b.Loop() {
+		body, err := EncodeAuditBody(ev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = ChainHash("sha256:00", 42, body)
+	}
+}
