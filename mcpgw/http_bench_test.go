@@ -118,3 +118,65 @@ func BenchmarkHTTPGateway(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
 	b.ReportMetric(float64(withSessions-min(idle, withSessions))/(1<<20), "heap-with-1000-sessions-MB")
 }
+
+// rawLoad drives allowed tools/call requests through sessions sessions
+// of the Streamable HTTP endpoint at url with the lightweight hand-written
+// client (rawSession), 128 callers at once, and reports calls per second.
+func rawLoad(b *testing.B, url string, sessions int) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
+	ss := make([]*rawSession, sessions)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range ss {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s, err := rawConnect(client, url)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			ss[i] = s
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	var next atomic.Int64
+	b.SetParallelism(64) // 128 concurrent callers on 2 cores
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			isErr, err := ss[int(next.Add(1))%sessions].callRaw("read_note", `{"id":1}`)
+			if err != nil || isErr {
+				b.Errorf("call: isError %v, %v", isErr, err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
+// BenchmarkHTTPGatewayRaw is BenchmarkHTTPGateway with the lightweight
+// client in place of the SDK's, so less of the machine goes to the load.
+func BenchmarkHTTPGatewayRaw(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	srv, _ := httpGateway(b)
+	rawLoad(b, srv.URL, 1000)
+}
+
+// BenchmarkSDKStreamableBaseline is the ceiling the gateway is measured
+// against: the same upstream served directly by the SDK's own Streamable
+// HTTP handler, no gateway in between, under the same load. The gateway
+// does all of this work for every call and then a second MCP hop (to its
+// upstream) and a decision on top.
+func BenchmarkSDKStreamableBaseline(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	up := newNotes()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.server }, nil))
+	defer srv.Close()
+	rawLoad(b, srv.URL, 1000)
+}
