@@ -55,18 +55,64 @@ func FuzzClientMessages(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer ss.Close()
-		out := bufio.NewReader(cr)
-		go io.Copy(io.Discard, out)
+		ended := make(chan struct{})
+		go func() { _ = ss.Wait(); close(ended) }()
+		// Everything the gateway writes must be JSON-RPC, one message a
+		// line; the final ping's answer says the line has been dealt with.
+		answered := make(chan struct{})
+		bad := make(chan string, 1)
+		go func() {
+			sc := bufio.NewScanner(cr)
+			sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+			for sc.Scan() {
+				if !json.Valid(sc.Bytes()) {
+					select {
+					case bad <- sc.Text():
+					default:
+					}
+				}
+				var m struct {
+					ID json.RawMessage `json:"id"`
+				}
+				if json.Unmarshal(sc.Bytes(), &m) == nil && string(m.ID) == `"fuzz-final-ping"` {
+					close(answered)
+					break
+				}
+			}
+			io.Copy(io.Discard, cr)
+		}()
 		// The gateway may hang up on a client that sends garbage; later
 		// writes then fail, which is fine.
 		send := func(s string) { _, _ = io.WriteString(cw, s+"\n") }
 		send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}`)
 		send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
 		send(line)
-		// A final ping proves the session still answers after the line.
-		send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
-		time.Sleep(30 * time.Millisecond)
+		// A final ping proves the session still answers after the line. A
+		// line that is not one whole JSON value may leave the stream's
+		// decoder waiting for the rest of it (the ping then reads as part
+		// of it), so only after a whole value must the ping be answered.
+		send(`{"jsonrpc":"2.0","id":"fuzz-final-ping","method":"ping"}`)
+		if json.Valid([]byte(line)) {
+			select {
+			case <-answered:
+			case <-ended:
+				// The gateway hung up on the client: also an answer.
+			case <-ctx.Done():
+				t.Fatalf("after %q the gateway neither answered a ping nor hung up", line)
+			}
+		}
+		// Whatever the line was, the session ends when the client hangs up.
 		cw.Close()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			t.Fatalf("after %q the session did not end when the client hung up", line)
+		}
+		select {
+		case l := <-bad:
+			t.Fatalf("after %q the gateway wrote a line that is not JSON: %q", line, l)
+		default:
+		}
 		if n := h.up.count("delete_note"); n != 0 {
 			t.Fatalf("a denied call reached the upstream after %q", line)
 		}
