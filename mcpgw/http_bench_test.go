@@ -73,23 +73,10 @@ func BenchmarkHTTPGateway(b *testing.B) {
 	srv, _ := httpGateway(b)
 	const sessions = 1000
 	client := &http.Client{Transport: tokenHeader{&http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}}
-	css := make([]*mcp.ClientSession, sessions)
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range css {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "load"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: client, DisableStandaloneSSE: true}, nil)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			css[i] = cs
-		})
-	}
-	wg.Wait()
+	css := connectAll(b, sessions, func() (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "load"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: client, DisableStandaloneSSE: true}, nil)
+	})
 	if b.Failed() {
 		return
 	}
@@ -119,27 +106,34 @@ func BenchmarkHTTPGateway(b *testing.B) {
 	b.ReportMetric(float64(withSessions-min(idle, withSessions))/(1<<20), "heap-with-1000-sessions-MB")
 }
 
+// connectAll opens n sessions with connect, 32 at a time; a failure is
+// reported on b.
+func connectAll[S any](b *testing.B, n int, connect func() (S, error)) []S {
+	out := make([]S, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range out {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s, err := connect()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			out[i] = s
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // rawLoad drives allowed tools/call requests through sessions sessions
 // of the Streamable HTTP endpoint at url with the lightweight hand-written
 // client (rawSession), 128 callers at once, and reports calls per second.
 func rawLoad(b *testing.B, url string, sessions int) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
-	ss := make([]*rawSession, sessions)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range ss {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			s, err := rawConnect(client, url)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			ss[i] = s
-		})
-	}
-	wg.Wait()
+	ss := connectAll(b, sessions, func() (*rawSession, error) { return rawConnect(client, url) })
 	if b.Failed() {
 		return
 	}
