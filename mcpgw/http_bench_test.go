@@ -2,6 +2,8 @@ package mcpgw_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -87,22 +89,13 @@ func BenchmarkHTTPGateway(b *testing.B) {
 		}
 	})
 	params := &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}}
-	var next atomic.Int64
-	b.SetParallelism(64) // 128 concurrent callers on 2 cores
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			cs := css[int(next.Add(1))%sessions]
-			res, err := cs.CallTool(ctx, params)
-			if err != nil || res.IsError {
-				b.Errorf("call: %v", err)
-				return
-			}
+	callAll(b, func(i int) error {
+		res, err := css[i%sessions].CallTool(ctx, params)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("error result: %+v", res.Content)
 		}
+		return err
 	})
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
 	b.ReportMetric(float64(withSessions-min(idle, withSessions))/(1<<20), "heap-with-1000-sessions-MB")
 }
 
@@ -137,15 +130,26 @@ func rawLoad(b *testing.B, url string, sessions int) {
 	if b.Failed() {
 		return
 	}
+	callAll(b, func(i int) error {
+		isErr, err := ss[i%sessions].callRaw("read_note", `{"id":1}`)
+		if err == nil && isErr {
+			err = errors.New("error result")
+		}
+		return err
+	})
+}
+
+// callAll makes b.N calls with call (its argument counts up), 128 callers
+// at once on 2 cores, and reports calls per second.
+func callAll(b *testing.B, call func(i int) error) {
 	var next atomic.Int64
-	b.SetParallelism(64) // 128 concurrent callers on 2 cores
+	b.SetParallelism(64)
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			isErr, err := ss[int(next.Add(1))%sessions].callRaw("read_note", `{"id":1}`)
-			if err != nil || isErr {
-				b.Errorf("call: isError %v, %v", isErr, err)
+			if err := call(int(next.Add(1))); err != nil {
+				b.Errorf("call: %v", err)
 				return
 			}
 		}
