@@ -36,7 +36,10 @@ type notes struct {
 	// can cut one (an upstream crash).
 	conns []*mcp.ServerSession
 	slow  chan struct{}
-	dials atomic.Int32
+	// slowIn and slowOut receive a value when a slow call starts and
+	// when one ends cancelled.
+	slowIn, slowOut chan struct{}
+	dials           atomic.Int32
 	// roots receives the client roots the server learned.
 	roots chan []string
 }
@@ -44,7 +47,7 @@ type notes struct {
 func boolp(b bool) *bool { return &b }
 
 func newNotes(versions ...string) *notes {
-	n := &notes{calls: map[string]int{}, slow: make(chan struct{}), roots: make(chan []string, 4)}
+	n := &notes{calls: map[string]int{}, slow: make(chan struct{}), slowIn: make(chan struct{}, 8), slowOut: make(chan struct{}, 8), roots: make(chan []string, 4)}
 	n.server = mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, &mcp.ServerOptions{
 		Instructions:              "Notes keep text.",
 		Capabilities:              &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
@@ -81,7 +84,15 @@ func newNotes(versions ...string) *notes {
 	n.server.AddTool(&mcp.Tool{Name: "slow", Description: "Wait.", InputSchema: obj, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			select {
+			case n.slowIn <- struct{}{}:
+			default:
+			}
+			select {
 			case <-ctx.Done():
+				select {
+				case n.slowOut <- struct{}{}:
+				default:
+				}
 				return nil, ctx.Err()
 			case <-n.slow:
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
@@ -637,6 +648,33 @@ func TestSlowUpstreamIsBounded(t *testing.T) {
 	res := call(t, cs, "slow", nil)
 	if !res.IsError || !strings.Contains(text(res), "did not answer") {
 		t.Fatalf("slow call = %q (isError %v); want a bounded error", text(res), res.IsError)
+	}
+}
+
+// A client that gives up on a forwarded call cancels it at the upstream
+// too (notifications/cancelled passes through).
+func TestCancellationReachesTheUpstream(t *testing.T) {
+	h := newHarness(t, testPolicy, nil)
+	cs := h.connect(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+		done <- err
+	}()
+	select {
+	case <-h.up.slowIn:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow call never reached the upstream")
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	select {
+	case <-h.up.slowOut:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream's handler was not cancelled")
 	}
 }
 
