@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/portcullis/portcullis/validator/internal/failure"
 )
 
 // StatusOverloaded is Anthropic's status for an overloaded API.
@@ -63,7 +61,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 			retryable:  retryableStatus(apiErr.StatusCode),
 		}
 		if apiErr.Response != nil {
-			e.RetryAfter = retryAfter(apiErr.Response.Header)
+			e.RetryAfter = failure.RetryAfter(apiErr.Response.Header)
 		}
 		var msg strings.Builder
 		fmt.Fprintf(&msg, "%s%d %s", prefix, apiErr.StatusCode, statusText(apiErr.StatusCode))
@@ -79,26 +77,8 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		e.msg = m.scrub(msg.String())
 		return e
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &Error{msg: m.scrub(prefix + "request abandoned: " + ctxErr.Error()), cause: ctxErr}
-	}
-	e := &Error{msg: m.scrub(prefix + err.Error()), cause: err}
-	if errors.Is(err, context.DeadlineExceeded) {
-		e.msg = m.scrub(prefix + "no answer within the timeout: " + err.Error())
-		e.retryable = true
-		return e
-	}
-	// A request that got no answer (refused or dropped connection, DNS,
-	// TLS) may get one later. An answer that came but does not decode, or
-	// is not JSON, is broken: asking again is not expected to help.
-	var urlErr *url.Error
-	var netErr net.Error
-	if errors.As(err, &urlErr) || errors.As(err, &netErr) {
-		e.retryable = true
-		return e
-	}
-	e.msg = m.scrub(prefix + "malformed response: " + err.Error())
-	return e
+	msg, retryable, cause := failure.Unanswered(ctx, err)
+	return &Error{msg: m.scrub(prefix + msg), retryable: retryable, cause: cause}
 }
 
 // statusText names a status, Anthropic's 529 included.
@@ -127,25 +107,5 @@ func errorMessage(raw string) string {
 	return body.Error.Message
 }
 
-// retryAfter reads the retry-after header: seconds, or an HTTP date.
-func retryAfter(h http.Header) time.Duration {
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
-// scrub removes the API key from a message, wherever a server or a library
-// may have echoed it.
-func (m *Model) scrub(s string) string {
-	return strings.ReplaceAll(s, m.key, "[redacted]")
-}
+// scrub removes the API key from a message.
+func (m *Model) scrub(s string) string { return failure.Scrub(s, m.key) }

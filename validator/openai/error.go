@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/portcullis/portcullis/validator/internal/failure"
 )
 
 // Error is a request that failed: the server answered with an error status,
@@ -59,7 +57,7 @@ func (m *Model) wrap(ctx context.Context, err error, res *http.Response) error {
 		if res != nil {
 			e.StatusCode = res.StatusCode
 			e.RequestID = res.Header.Get("x-request-id")
-			e.RetryAfter = retryAfter(res.Header)
+			e.RetryAfter = failure.RetryAfter(res.Header)
 		}
 		var text string
 		if apiErr != nil {
@@ -80,54 +78,9 @@ func (m *Model) wrap(ctx context.Context, err error, res *http.Response) error {
 		e.msg = m.scrub(msg.String())
 		return e
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &Error{msg: m.scrub(prefix + "request abandoned: " + ctxErr.Error()), cause: ctxErr}
-	}
-	e := &Error{msg: m.scrub(prefix + err.Error()), cause: err}
-	if errors.Is(err, context.DeadlineExceeded) {
-		e.msg = m.scrub(prefix + "no answer within the timeout: " + err.Error())
-		e.retryable = true
-		return e
-	}
-	// A request that got no answer (refused or dropped connection, DNS,
-	// TLS) may get one later. An answer that came but does not decode, or
-	// is not JSON, is broken: asking again is not expected to help.
-	var urlErr *url.Error
-	var netErr net.Error
-	if errors.As(err, &urlErr) || errors.As(err, &netErr) {
-		e.retryable = true
-		return e
-	}
-	e.msg = m.scrub(prefix + "malformed response: " + err.Error())
-	return e
+	msg, retryable, cause := failure.Unanswered(ctx, err)
+	return &Error{msg: m.scrub(prefix + msg), retryable: retryable, cause: cause}
 }
 
-// retryAfter reads retry-after-ms (OpenAI's), then retry-after: seconds,
-// or an HTTP date.
-func retryAfter(h http.Header) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
-// scrub removes the API key from a message, wherever a server or a library
-// may have echoed it.
-func (m *Model) scrub(s string) string {
-	if m.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, m.key, "[redacted]")
-}
+// scrub removes the API key from a message.
+func (m *Model) scrub(s string) string { return failure.Scrub(s, m.key) }
