@@ -24,6 +24,11 @@ var layers = map[string][]string{
 	"storetest": {""},
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
+	// The LLM providers share how they report a failed request, a
+	// standard-library helper of their own.
+	"validator/internal/failure": {},
+	"validator/anthropic":        {"", "validator/internal/failure"},
+	"validator/openai":           {"", "validator/internal/failure"},
 }
 
 // TestImportRules enforces the layering of DESIGN.md with `go list`, the way
