@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,6 +32,45 @@ func TestAuditWireMatchesAuditEvent(t *testing.T) {
 		}
 		if a.Type != b.Type {
 			t.Errorf("field %s: AuditEvent %v, auditWire %v", a.Name, a.Type, b.Type)
+		}
+	}
+}
+
+// Every field of an event reaches its row: an event with every field set
+// encodes to a row with every key.
+func TestEncodeAuditBodyWritesEveryField(t *testing.T) {
+	var ev AuditEvent
+	v := reflect.ValueOf(&ev).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int64:
+			f.SetInt(7)
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Struct:
+			f.Set(reflect.ValueOf(time.Unix(1, 0).UTC()))
+		default:
+			t.Fatalf("field %s of kind %s: teach this test to set it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	ev.Decision = fullEvent().Decision // a zero decision has no valid level
+	body, err := EncodeAuditBody(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row map[string]any
+	if err := json.Unmarshal(body, &row); err != nil {
+		t.Fatal(err)
+	}
+	for i := range v.NumField() {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if _, ok := row[key]; !ok {
+			t.Errorf("field %s (%q) is missing from the row %s", v.Type().Field(i).Name, key, body)
 		}
 	}
 }
