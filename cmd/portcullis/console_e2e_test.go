@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/browsertest"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
 )
@@ -35,98 +33,6 @@ import (
 // serveScreenshot, with PORTCULLIS_UPDATE_SCREENSHOTS=true, is where the
 // approval page of the real serve is kept.
 const serveScreenshot = "../../docs/console/serve-approval.png"
-
-// e2eChromium finds Chromium under the console tests' rule.
-func e2eChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("PORTCULLIS_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("PORTCULLIS_TEST_BROWSER") != "1" {
-		t.Skip("no Chromium found and PORTCULLIS_TEST_BROWSER is not 1: install Debian's chromium (apt-get install chromium) or set PORTCULLIS_CHROMIUM")
-	}
-	t.Fatal("PORTCULLIS_TEST_BROWSER=1 but no Chromium found: install Debian's chromium (apt-get install chromium) or set PORTCULLIS_CHROMIUM to a Chrome or Chromium binary")
-	return ""
-}
-
-// e2eBrowser starts a fresh headless Chromium (the console tests' flags)
-// and returns a tab's context. Script errors and Content-Security-Policy
-// violations on the pages fail the test.
-func e2eBrowser(t *testing.T) context.Context {
-	t.Helper()
-	exe := e2eChromium(t)
-	// Not t.TempDir: Chromium's helpers may write to the profile for a
-	// moment after the browser is gone.
-	profile, err := os.MkdirTemp("", "portcullis-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1200, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc()
-		for range 100 {
-			if os.RemoveAll(profile) == nil {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Logf("could not remove the browser profile %s", profile)
-	})
-	var mu sync.Mutex
-	var problems []string
-	chromedp.ListenTarget(ctx, func(ev any) {
-		var msg string
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			msg = "script error: " + ev.ExceptionDetails.Text
-			if ev.ExceptionDetails.Exception != nil {
-				msg += " " + ev.ExceptionDetails.Exception.Description
-			}
-		case *cdplog.EventEntryAdded:
-			if strings.Contains(ev.Entry.Text, "Content Security Policy") {
-				msg = "CSP violation: " + ev.Entry.Text
-			}
-		}
-		if msg != "" {
-			mu.Lock()
-			problems = append(problems, msg)
-			mu.Unlock()
-		}
-	})
-	if err := chromedp.Run(ctx, cdplog.Enable(), runtime.Enable()); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range problems {
-			t.Errorf("in the browser: %s", p)
-		}
-	})
-	return ctx
-}
 
 // browse runs browser actions, each step bounded so that a page that never
 // shows what is awaited fails the test (with what was being done) instead
@@ -317,7 +223,7 @@ func arrived(t *testing.T, ctx context.Context) (id, path string) {
 }
 
 func TestConsoleEndToEnd(t *testing.T) {
-	ctx := e2eBrowser(t)
+	ctx := browsertest.New(t, 0)
 	cfg, agentToken := writeServeConfig(t, "")
 	s := startServe(t, cfg)
 	state := filepath.Join(filepath.Dir(cfg), "state")

@@ -7,26 +7,24 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/httpapi/console"
+	"github.com/portcullis/portcullis/internal/browsertest"
 	"github.com/portcullis/portcullis/sqlite"
 )
 
-// The browser tests drive the console in a real headless Chromium. They
-// never skip: without a browser they fail and say how to get one (CI
-// installs Debian's chromium).
+// The browser tests drive the console in a real headless Chromium
+// (internal/browsertest). Without one they are skipped, unless
+// PORTCULLIS_TEST_BROWSER=1 (CI, which installs Debian's chromium), when
+// they fail and say how to get one.
 
 // screenshotEnv, set to true, rewrites the screenshots kept in docs/console.
 const screenshotEnv = "PORTCULLIS_UPDATE_SCREENSHOTS"
@@ -36,99 +34,6 @@ const screenshotDir = "../../docs/console"
 
 // screenshots are the pages kept in docs/console, one PNG each.
 var screenshots = []string{"login", "pending", "pending-phone", "approval", "decided", "blocks", "grants", "audit", "tools", "policy"}
-
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("PORTCULLIS_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	// `go test ./...` on a machine with only Go skips the browser tests;
-	// CI sets PORTCULLIS_TEST_BROWSER=1, installs Chromium, and fails on
-	// any skipped test.
-	if os.Getenv("PORTCULLIS_TEST_BROWSER") != "1" {
-		t.Skip("no Chromium found and PORTCULLIS_TEST_BROWSER is not 1: install Debian's chromium (apt-get install chromium) or set PORTCULLIS_CHROMIUM")
-	}
-	t.Fatal("PORTCULLIS_TEST_BROWSER=1 but no Chromium found: install Debian's chromium (apt-get install chromium) or set PORTCULLIS_CHROMIUM to a Chrome or Chromium binary")
-	return ""
-}
-
-// browser starts a fresh headless Chromium and returns a tab's context. It
-// fails the test on any script error or Content-Security-Policy violation
-// in the console's pages.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	// Not t.TempDir: Chromium's helper processes may still write to their
-	// profile for a moment after the browser is gone.
-	profile, err := os.MkdirTemp("", "portcullis-chromium-")
-	must(t, err)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1200, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(func() {
-		cancelTime()
-		cancelTab()
-		cancelAlloc()
-		for range 100 {
-			if os.RemoveAll(profile) == nil {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Logf("could not remove the browser profile %s", profile)
-	})
-	var mu sync.Mutex
-	var problems []string
-	chromedp.ListenTarget(ctx, func(ev any) {
-		var msg string
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			msg = "script error: " + ev.ExceptionDetails.Text
-			if ev.ExceptionDetails.Exception != nil {
-				msg += " " + ev.ExceptionDetails.Exception.Description
-			}
-		case *cdplog.EventEntryAdded:
-			if strings.Contains(ev.Entry.Text, "Content Security Policy") {
-				msg = "CSP violation: " + ev.Entry.Text
-			}
-		}
-		if msg != "" {
-			mu.Lock()
-			problems = append(problems, msg)
-			mu.Unlock()
-		}
-	})
-	if err := chromedp.Run(ctx, cdplog.Enable(), runtime.Enable()); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range problems {
-			t.Errorf("in the browser: %s", p)
-		}
-	})
-	return ctx
-}
 
 // shooter saves screenshots: into docs/console when PORTCULLIS_UPDATE_SCREENSHOTS
 // is true, else into a temporary directory (they are still taken and checked).
@@ -221,7 +126,7 @@ func newBrowserEnv(t *testing.T) *env {
 
 func TestBrowser(t *testing.T) {
 	e := newBrowserEnv(t)
-	ctx := browser(t)
+	ctx := browsertest.New(t, 4*time.Minute)
 	shots := newShooter(t)
 	base := e.srv.URL
 	bg := context.Background()
