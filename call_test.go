@@ -186,3 +186,20 @@ func FuzzDecodeCall(f *testing.F) {
 		}
 	})
 }
+
+func TestRedactArgs(t *testing.T) {
+	args := map[string]any{"to": "a@example.com", "token": "s3cret", "n": 1}
+	got := portcullis.RedactArgs(args, []string{"token", "absent"})
+	if got["token"] != portcullis.RedactedValue || got["to"] != "a@example.com" || got["n"] != 1 || len(got) != 3 {
+		t.Fatalf("RedactArgs = %v", got)
+	}
+	if args["token"] != "s3cret" {
+		t.Fatal("RedactArgs changed its argument")
+	}
+	if got := portcullis.RedactArgs(args, []string{"absent"}); got["token"] != "s3cret" || len(got) != 3 {
+		t.Fatalf("RedactArgs with nothing to redact = %v", got)
+	}
+	if got := portcullis.RedactArgs(nil, []string{"token"}); got != nil {
+		t.Fatalf("RedactArgs(nil) = %v", got)
+	}
+}

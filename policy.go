@@ -232,3 +232,26 @@ type AuditRetention struct {
 
 // RedactedValue replaces a redacted argument's value in the audit log.
 const RedactedValue = "[redacted]"
+
+// RedactArgs returns args with the values of the arguments named in names
+// replaced by RedactedValue. args itself is never changed: when something
+// is redacted the result is a copy, otherwise it is args.
+func RedactArgs(args map[string]any, names []string) map[string]any {
+	var out map[string]any
+	for _, n := range names {
+		if _, ok := args[n]; !ok {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(args))
+			for k, v := range args {
+				out[k] = v
+			}
+		}
+		out[n] = RedactedValue
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}

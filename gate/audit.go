@@ -62,32 +62,12 @@ func (e *eval) redacted() *portcullis.Call {
 	if len(names) == 0 {
 		return &c
 	}
-	c.Args = redactArgs(c.Args, names)
+	c.Args = portcullis.RedactArgs(c.Args, names)
 	if len(c.Grants) > 0 {
 		c.Grants = append([]portcullis.Grant(nil), c.Grants...)
 		for i := range c.Grants {
-			c.Grants[i].Args = redactArgs(c.Grants[i].Args, names)
+			c.Grants[i].Args = portcullis.RedactArgs(c.Grants[i].Args, names)
 		}
 	}
 	return &c
-}
-
-func redactArgs(args map[string]any, names []string) map[string]any {
-	var out map[string]any
-	for _, n := range names {
-		if _, ok := args[n]; !ok {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]any, len(args))
-			for k, v := range args {
-				out[k] = v
-			}
-		}
-		out[n] = portcullis.RedactedValue
-	}
-	if out == nil {
-		return args
-	}
-	return out
 }

@@ -94,7 +94,7 @@ func (c *Console) argsPreview(a portcullis.Approval) string {
 	if len(a.Call.Args) == 0 {
 		return ""
 	}
-	b, err := marshal(redact(a.Call.Args, c.redactNames(a.Tool)), false)
+	b, err := marshal(portcullis.RedactArgs(a.Call.Args, c.redactNames(a.Tool)), false)
 	if err != nil {
 		return "(arguments cannot be shown: " + err.Error() + ")"
 	}
@@ -115,26 +115,6 @@ func (c *Console) redactNames(tool string) []string {
 		}
 	}
 	return names
-}
-
-func redact(args map[string]any, names []string) map[string]any {
-	var out map[string]any
-	for _, n := range names {
-		if _, ok := args[n]; !ok {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]any, len(args))
-			for k, v := range args {
-				out[k] = v
-			}
-		}
-		out[n] = portcullis.RedactedValue
-	}
-	if out == nil {
-		return args
-	}
-	return out
 }
 
 func marshal(v any, indent bool) ([]byte, error) {
@@ -213,7 +193,7 @@ func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *sessio
 	if args == nil {
 		args = map[string]any{}
 	}
-	b, err := marshal(redact(args, names), true)
+	b, err := marshal(portcullis.RedactArgs(args, names), true)
 	if err != nil {
 		v.Args = "(arguments cannot be shown: " + err.Error() + ")"
 	} else {
