@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -114,62 +113,16 @@ func (g *loadGateway) start(t testing.TB, listen string) {
 	}
 	logf.Close()
 	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-		})
+	t.Cleanup(func() { once.Do(func() { terminate(cmd, 15*time.Second) }) })
+	u, err := awaitServing(out)
+	if err != nil {
+		t.Fatalf("%v; its log:\n%s", err, g.log())
 	}
-	t.Cleanup(stop)
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	deadline := time.After(60 * time.Second)
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("serve exited before serving; its log:\n%s", g.log())
-			}
-			if i := strings.Index(l, "serving MCP on "); i >= 0 {
-				u := strings.Fields(l[i+len("serving MCP on "):])[0]
-				go func() {
-					for range lines {
-					}
-				}()
-				g.proc, g.url = cmd, strings.TrimSuffix(u, "/mcp")
-				return
-			}
-		case <-deadline:
-			t.Fatalf("serve did not start; its log:\n%s", g.log())
-		}
-	}
+	g.proc, g.url = cmd, u
 }
 
 // stop ends the gateway with SIGTERM and waits for it.
-func (g *loadGateway) stop() {
-	g.proc.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { g.proc.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		g.proc.Process.Kill()
-		<-done
-	}
-}
+func (g *loadGateway) stop() { terminate(g.proc, 15*time.Second) }
 
 // kill ends the gateway with SIGKILL: no shutdown, no flush.
 func (g *loadGateway) kill(t testing.TB) {

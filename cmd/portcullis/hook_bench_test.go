@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,6 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
-	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/httpapi"
-	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
 )
 
@@ -70,42 +66,10 @@ func BenchmarkHookColdStart(b *testing.B) {
 	})
 
 	// Through a running gateway: no store to open in the hook.
-	e := newBenchGateway(b)
+	e := newGatewayEnv(b)
 	b.Run("read/gateway", func(b *testing.B) {
 		run(b, read, "hook", "claude-code", "--gateway", e.url, "--token-file", e.tokenFile)
 	})
-}
-
-func newBenchGateway(b *testing.B) *gatewayEnv {
-	b.Helper()
-	ctx := context.Background()
-	dir := b.TempDir()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "portcullis.db"), sqlite.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	pol, _, err := policy.Load(claudePolicy)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := gate.New(pol, gate.WithStore(st))
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := httpapi.New(httpapi.Options{Gate: g, Store: st, AgentToken: func(tok string) (string, bool) {
-		return "claude-code", tok == gatewayToken
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	b.Cleanup(srv.Close)
-	tokenFile := filepath.Join(dir, "agent.token")
-	if err := os.WriteFile(tokenFile, []byte(gatewayToken), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return &gatewayEnv{url: srv.URL, tokenFile: tokenFile, g: g, st: st}
 }
 
 // largeRows is the audit log length of the large store

@@ -118,7 +118,7 @@ type gatewayEnv struct {
 
 const gatewayToken = "claude-agent-token-0123456789"
 
-func newGatewayEnv(t *testing.T) *gatewayEnv {
+func newGatewayEnv(t testing.TB) *gatewayEnv {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()

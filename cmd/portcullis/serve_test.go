@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -57,16 +58,33 @@ func startServe(t testing.TB, cfg string) *serveProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
+	t.Cleanup(func() { terminate(cmd, 10*time.Second) })
+	u, err := awaitServing(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &serveProc{cmd: cmd, url: u}
+}
+
+// terminate ends cmd with SIGTERM and waits for it, killing it if it has
+// not exited within grace.
+func terminate(cmd *exec.Cmd, grace time.Duration) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// awaitServing reads serve's standard output until its "serving MCP on"
+// line and returns the gateway's base URL; the rest of the output is
+// read and dropped. It fails when the output ends first, or after a
+// minute.
+func awaitServing(out io.Reader) (string, error) {
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -80,7 +98,7 @@ func startServe(t testing.TB, cfg string) *serveProc {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatal("serve exited before serving")
+				return "", errors.New("serve exited before serving")
 			}
 			if i := strings.Index(l, "serving MCP on "); i >= 0 {
 				u := strings.Fields(l[i+len("serving MCP on "):])[0]
@@ -88,10 +106,10 @@ func startServe(t testing.TB, cfg string) *serveProc {
 					for range lines {
 					}
 				}()
-				return &serveProc{cmd: cmd, url: strings.TrimSuffix(u, "/mcp")}
+				return strings.TrimSuffix(u, "/mcp"), nil
 			}
 		case <-deadline:
-			t.Fatal("serve did not start")
+			return "", errors.New("serve did not start within a minute")
 		}
 	}
 }
