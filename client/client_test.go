@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/portcullis/portcullis/client"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/httpapi"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
 )
@@ -36,23 +36,9 @@ const (
 	botToken   = "agent-token-team-bot-0123456789"
 )
 
-type codes struct {
-	mu   sync.Mutex
-	last string
-}
-
-func (c *codes) Notify(_ context.Context, n portcullis.Notice) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n.Code != "" {
-		c.last = n.Code
-	}
-	return nil
-}
-
 // gateway starts a real gateway on 127.0.0.1 and returns an agent's
 // client, a person's client, and the gate.
-func gateway(t *testing.T) (agent, person *client.Client, g *gate.Gate, human *codes) {
+func gateway(t *testing.T) (agent, person *client.Client, g *gate.Gate, human *noticetest.Recorder) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "portcullis.db"), sqlite.Options{})
@@ -68,7 +54,7 @@ func gateway(t *testing.T) (agent, person *client.Client, g *gate.Gate, human *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	human = &codes{}
+	human = &noticetest.Recorder{}
 	g, err = gate.New(pol, gate.WithStore(st), gate.WithNotifier(human))
 	if err != nil {
 		t.Fatal(err)
@@ -219,9 +205,11 @@ func TestPeopleCalls(t *testing.T) {
 	if err := person.Unblock(ctx, "team/bot", blocks[0].ChallengeID, "WRONG1"); portcullis.ErrorCode(err) != portcullis.CodeVerificationFailed {
 		t.Fatalf("Unblock with a wrong code = %v; want VERIFICATION_FAILED", err)
 	}
-	human.mu.Lock()
-	code := human.last
-	human.mu.Unlock()
+	codes := human.Codes()
+	if len(codes) == 0 {
+		t.Fatal("no verification code was sent to the human channel")
+	}
+	code := codes[len(codes)-1]
 	if err := person.Unblock(ctx, "team/bot", blocks[0].ChallengeID, code); err != nil {
 		t.Fatalf("Unblock with the code = %v", err)
 	}

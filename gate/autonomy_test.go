@@ -6,6 +6,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/memstore"
 )
 
@@ -60,7 +61,7 @@ func TestRunStateIsKeptInTheStore(t *testing.T) {
 func TestDangerZoneStopBlocksTheAgent(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(nil)
-	human := &humanChannel{}
+	human := &noticetest.Recorder{}
 	g := mustGate(t, autonomyPolicy, gate.WithStore(st), gate.WithNotifier(human))
 	// Explain shows the stop but writes no block.
 	stop := portcullis.Call{Tool: "Bash", Agent: "bot", Args: map[string]any{"command": "rm -rf /"}, Run: &portcullis.Run{ID: "r1"}}
@@ -74,7 +75,7 @@ func TestDangerZoneStopBlocksTheAgent(t *testing.T) {
 	if d.Outcome != portcullis.OutcomeStop || d.Code != portcullis.CodeDangerZone || d.Source != portcullis.SourceAutonomy || d.ChallengeID == "" {
 		t.Fatalf("Decide = %s/%s/%s challenge %q; want a stop with a challenge", d.Outcome, d.Code, d.Source, d.ChallengeID)
 	}
-	n := human.last(t)
+	n := human.Last(t, "")
 	if n.ChallengeID != d.ChallengeID || n.Code == "" {
 		t.Fatalf("notice = %+v; want the code for challenge %s", n, d.ChallengeID)
 	}

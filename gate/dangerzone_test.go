@@ -4,49 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/memstore"
 )
-
-// humanChannel records what a person would be shown.
-type humanChannel struct {
-	mu      sync.Mutex
-	notices []portcullis.Notice
-}
-
-func (h *humanChannel) Notify(_ context.Context, n portcullis.Notice) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.notices = append(h.notices, n)
-	return nil
-}
-
-func (h *humanChannel) last(t *testing.T) portcullis.Notice {
-	t.Helper()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.notices) == 0 {
-		t.Fatal("no notice was sent to the human channel")
-	}
-	return h.notices[len(h.notices)-1]
-}
 
 type dzFixture struct {
 	g     *gate.Gate
 	st    *memstore.Store
 	clock *fakeClock
-	human *humanChannel
+	human *noticetest.Recorder
 }
 
 func newDZ(t *testing.T) dzFixture {
 	clock := newClock()
 	st := memstore.New(clock)
-	human := &humanChannel{}
+	human := &noticetest.Recorder{}
 	g := mustGate(t, grantsPolicy, gate.WithStore(st), gate.WithClock(clock), gate.WithNotifier(human))
 	return dzFixture{g, st, clock, human}
 }
@@ -58,7 +35,7 @@ func TestBlockedAgentIsStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := f.human.last(t)
+	n := f.human.Last(t, "")
 	if n.Kind != portcullis.NoticeBlock || n.ChallengeID != id || n.Agent != "deploy-bot" {
 		t.Fatalf("notice = %+v; want a block notice for deploy-bot with challenge %s", n, id)
 	}
@@ -99,7 +76,7 @@ func TestUnblock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := f.human.last(t).Code
+	code := f.human.Last(t, "").Code
 	wrong := "ZZZZZZ"
 	if code == wrong {
 		wrong = "YYYYYY"
@@ -135,7 +112,7 @@ func TestUnblockRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := f.human.last(t).Code
+	code := f.human.Last(t, "").Code
 	for i := range 10 {
 		if err := f.g.Unblock(ctx, "bot", "chl_guess", "AAAAAA"); portcullis.ErrorCode(err) != portcullis.CodeVerificationFailed {
 			t.Fatalf("attempt %d = %v; want VERIFICATION_FAILED", i+1, err)
@@ -157,7 +134,7 @@ func TestChallengeExpiresAndIsReissued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := f.human.last(t).Code
+	code := f.human.Last(t, "").Code
 	f.clock.Advance(5 * time.Minute)
 	if err := f.g.Unblock(ctx, "bot", id, code); portcullis.ErrorCode(err) != portcullis.CodeVerificationFailed || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("Unblock(expired) = %v; want VERIFICATION_FAILED saying expired", err)
@@ -166,7 +143,7 @@ func TestChallengeExpiresAndIsReissued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code2 := f.human.last(t).Code
+	code2 := f.human.Last(t, "").Code
 	if id2 == id {
 		t.Fatal("reissued challenge has the old id")
 	}

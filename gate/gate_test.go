@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
 )
@@ -213,10 +214,10 @@ func TestConfirmCreatesApprovalRequest(t *testing.T) {
 		t.Fatalf("approval mismatch (-want +got):\n%s", diff)
 	}
 	// People watching are told, with the approval's id.
-	human := &humanChannel{}
+	human := &noticetest.Recorder{}
 	gn := mustGate(t, grantsPolicy, gate.WithStore(st), gate.WithClock(clock), gate.WithNotifier(human))
 	dn := decide(t, gn, call)
-	if n := human.last(t); n.Kind != portcullis.NoticeApproval || n.ChallengeID != dn.ChallengeID || n.Tool != "create_element" || n.Code != "" {
+	if n := human.Last(t, ""); n.Kind != portcullis.NoticeApproval || n.ChallengeID != dn.ChallengeID || n.Tool != "create_element" || n.Code != "" {
 		t.Fatalf("approval notice = %+v; want one naming approval %s, without a code", n, dn.ChallengeID)
 	}
 	// Two decisions never share an approval id or a decision id.

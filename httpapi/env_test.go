@@ -16,6 +16,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/httpapi"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
@@ -48,32 +49,6 @@ const (
 
 var agentTokens = map[string]string{botToken: "deploy-bot", otherToken: "other-bot"}
 
-// humanChannel records what the gate tells people, verification codes
-// included.
-type humanChannel struct {
-	mu      sync.Mutex
-	notices []portcullis.Notice
-}
-
-func (h *humanChannel) Notify(_ context.Context, n portcullis.Notice) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.notices = append(h.notices, n)
-	return nil
-}
-
-func (h *humanChannel) codes() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, n := range h.notices {
-		if n.Code != "" {
-			out = append(out, n.Code)
-		}
-	}
-	return out
-}
-
 // env is a real gateway: the API over a real HTTP server on 127.0.0.1, a
 // real gate, and a real store.
 type env struct {
@@ -81,7 +56,7 @@ type env struct {
 	srv   *httptest.Server
 	gate  *gate.Gate
 	store portcullis.Store
-	human *humanChannel
+	human *noticetest.Recorder
 
 	mu          sync.Mutex
 	agentBodies [][]byte // every body an agent token was answered with
@@ -117,7 +92,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	human := &humanChannel{}
+	human := &noticetest.Recorder{}
 	opts := append([]gate.Option{gate.WithStore(st), gate.WithNotifier(human)}, cfg.gateOpts...)
 	if cfg.clock != nil {
 		opts = append(opts, gate.WithClock(cfg.clock))
@@ -258,7 +233,7 @@ func decodeInto[T any](t *testing.T, r response) T {
 func (e *env) checkNoCodeLeaked() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, code := range e.human.codes() {
+	for _, code := range e.human.Codes() {
 		for _, b := range e.agentBodies {
 			if bytes.Contains(b, []byte(code)) {
 				e.t.Errorf("the verification code %s reached an agent:\n%s", code, b)

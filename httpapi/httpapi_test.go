@@ -579,7 +579,7 @@ func TestBlocksAPI(t *testing.T) {
 	if d := e.decide(botToken, `{"tool": "list_elements"}`); d.Outcome != portcullis.OutcomeStop || d.Code != portcullis.CodeDangerZone {
 		t.Fatalf("a blocked agent's next call = %s/%s; want stop DANGER_ZONE", d.Outcome, d.Code)
 	}
-	codes := e.human.codes()
+	codes := e.human.Codes()
 	if len(codes) != 1 {
 		t.Fatalf("codes sent to people = %v; want one", codes)
 	}

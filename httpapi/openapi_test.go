@@ -270,7 +270,7 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 	check(blocks, e.do("GET", "/v1/blocks?all=1", humanToken, nil), 400)
 	check(unblock, e.do("POST", "/v1/blocks/deploy-bot/unblock", humanToken, `{"challengeId": "`+stop.ChallengeID+`", "code": "AAAAAA"}`), 400)
 	check(unblock, e.do("POST", "/v1/blocks/nobody/unblock", humanToken, `{"challengeId": "c", "code": "AAAAAA"}`), 404)
-	check(unblock, e.do("POST", "/v1/blocks/deploy-bot/unblock", humanToken, map[string]string{"challengeId": stop.ChallengeID, "code": e.human.codes()[0]}), 204)
+	check(unblock, e.do("POST", "/v1/blocks/deploy-bot/unblock", humanToken, map[string]string{"challengeId": stop.ChallengeID, "code": e.human.Codes()[0]}), 204)
 	for i := range 10 {
 		e.do("GET", "/v1/blocks", fmt.Sprintf("wrong-token-%02d-xxxxxxxxxx", i), nil)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
@@ -158,7 +159,7 @@ type harness struct {
 	store *memstore.Store
 	gw    *mcpgw.Gateway
 	up    *notes
-	human *humanChannel
+	human *noticetest.Recorder
 	logs  *logLines
 }
 
@@ -192,30 +193,6 @@ func (l *logLines) waitFor(t *testing.T, msg string) {
 	t.Fatalf("the gateway never logged %q", msg)
 }
 
-type humanChannel struct {
-	mu      sync.Mutex
-	notices []portcullis.Notice
-}
-
-func (h *humanChannel) Notify(_ context.Context, n portcullis.Notice) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.notices = append(h.notices, n)
-	return nil
-}
-
-func (h *humanChannel) codes() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, n := range h.notices {
-		if n.Code != "" {
-			out = append(out, n.Code)
-		}
-	}
-	return out
-}
-
 func newHarness(t testing.TB, src string, mod func(*mcpgw.Config)) *harness {
 	t.Helper()
 	pol, _, err := policy.Parse("policy.yaml", []byte(src))
@@ -223,7 +200,7 @@ func newHarness(t testing.TB, src string, mod func(*mcpgw.Config)) *harness {
 		t.Fatal(err)
 	}
 	st := memstore.New(portcullis.SystemClock{})
-	human := &humanChannel{}
+	human := &noticetest.Recorder{}
 	g, err := gate.New(pol, gate.WithStore(st), gate.WithNotifier(human))
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +509,7 @@ func TestBlockedAgentSeesChallengeButNeverTheCode(t *testing.T) {
 	if _, err := h.gate.BlockAgent(context.Background(), "bot", "test block", "d1"); err != nil {
 		t.Fatal(err)
 	}
-	codes := h.human.codes()
+	codes := h.human.Codes()
 	if len(codes) != 1 {
 		t.Fatalf("human channel got %d codes; want 1", len(codes))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/internal/browsertest"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
 )
@@ -335,7 +336,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 			// Another process (this test, on the same store) stops the
 			// agent in the danger zone; its code goes to that process's
 			// notifier, not to serve's console.
-			caught := &codeCatcher{}
+			caught := &noticetest.Recorder{}
 			pol, _, err := policy.Parse("policy.yaml", []byte(servePolicy))
 			if err != nil {
 				t.Fatal(err)
@@ -347,9 +348,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 			if _, err := other.BlockAgent(bg, "bot", "retry loop: the same denied write_note twice", "d-e2e"); err != nil {
 				t.Fatal(err)
 			}
-			caught.mu.Lock()
-			codes = append(codes, caught.codes...)
-			caught.mu.Unlock()
+			codes = append(codes, caught.Codes()...)
 			if len(codes) != 1 {
 				t.Fatalf("blocking the agent issued %d codes; want 1", len(codes))
 			}

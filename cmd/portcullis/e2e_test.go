@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
 )
@@ -53,21 +53,6 @@ func wrapperCmd(t *testing.T, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), mainArgsEnv+"="+string(raw))
 	return cmd
-}
-
-// codeCatcher is a human channel that keeps the codes it is shown.
-type codeCatcher struct {
-	mu    sync.Mutex
-	codes []string
-}
-
-func (c *codeCatcher) Notify(_ context.Context, n portcullis.Notice) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n.Code != "" {
-		c.codes = append(c.codes, n.Code)
-	}
-	return nil
 }
 
 func openE2EGate(t *testing.T, state string, n portcullis.Notifier) (*gate.Gate, portcullis.Store) {
@@ -155,7 +140,7 @@ func TestE2EFilesystemThroughTheWrapper(t *testing.T) {
 	}
 
 	// A write is held until a person approves it, then passes.
-	catcher := &codeCatcher{}
+	catcher := &noticetest.Recorder{}
 	g, st := openE2EGate(t, state, catcher)
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
@@ -235,9 +220,7 @@ func TestE2EFilesystemThroughTheWrapper(t *testing.T) {
 	if !res.IsError || !strings.Contains(resultText(res), "blocked") {
 		t.Fatalf("a blocked agent's read after restart = %q (isError %v)", resultText(res), res.IsError)
 	}
-	catcher.mu.Lock()
-	codes := append([]string(nil), catcher.codes...)
-	catcher.mu.Unlock()
+	codes := catcher.Codes()
 	if len(codes) != 1 {
 		t.Fatalf("the person was shown %d codes; want 1", len(codes))
 	}

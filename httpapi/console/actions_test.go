@@ -231,7 +231,7 @@ func TestUnblockWithCode(t *testing.T) {
 	if m == nil || m[1] != "deploy-bot" {
 		t.Fatalf("the blocks page shows no code for deploy-bot:\n%s", body)
 	}
-	if want := e.heard.last(t, portcullis.NoticeBlock).Code; m[2] != want {
+	if want := e.heard.Last(t, portcullis.NoticeBlock).Code; m[2] != want {
 		t.Fatalf("the page shows code %s; the gate issued %s", m[2], want)
 	}
 	// A wrong code is refused, counted, and the agent stays blocked.
@@ -270,7 +270,7 @@ func TestUnblockRateLimitedByTheGate(t *testing.T) {
 	for range 10 {
 		c.act("/blocks/unblock", url.Values{"agent": {"deploy-bot"}, "challenge": {challenge}, "code": {"ZZZZZZ"}})
 	}
-	code := e.heard.last(t, portcullis.NoticeBlock).Code
+	code := e.heard.Last(t, portcullis.NoticeBlock).Code
 	resp, body := c.act("/blocks/unblock", url.Values{"agent": {"deploy-bot"}, "challenge": {challenge}, "code": {code}})
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("unblock after 10 wrong codes = %d; want 429\n%s", resp.StatusCode, body)
@@ -300,7 +300,7 @@ func TestReissueCode(t *testing.T) {
 	}
 	body = c.page("/blocks")
 	m := codeRE.FindStringSubmatch(body)
-	if m == nil || m[2] != e.heard.last(t, portcullis.NoticeBlock).Code {
+	if m == nil || m[2] != e.heard.Last(t, portcullis.NoticeBlock).Code {
 		t.Fatalf("after reissuing, the page shows no (or another) code:\n%s", body)
 	}
 	// The code expires with its challenge.

@@ -226,7 +226,7 @@ func TestBrowser(t *testing.T) {
 	var code string
 	run(t, ctx, "read the code", chromedp.Poll(`(() => { const e = document.querySelector('`+codeSel+`'); const s = e ? e.textContent.trim() : ""; return s !== "" ? s : false; })()`,
 		&code, chromedp.WithPollingTimeout(30*time.Second)))
-	if want := e.heard.last(t, portcullis.NoticeBlock).Code; code != want {
+	if want := e.heard.Last(t, portcullis.NoticeBlock).Code; code != want {
 		t.Fatalf("the page shows code %q; the gate issued %q", code, want)
 	}
 	shots.shot(ctx, "blocks")

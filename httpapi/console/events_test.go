@@ -101,7 +101,7 @@ func TestEventStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev = next(t, ch, "the block's change", isChange(portcullis.ChangeBlock))
-	code := e.heard.last(t, portcullis.NoticeBlock).Code
+	code := e.heard.Last(t, portcullis.NoticeBlock).Code
 	if strings.Contains(ev.data, code) {
 		t.Fatalf("the event stream carries the code: %s", ev.data)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/httpapi/console"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
 )
@@ -70,32 +71,6 @@ func (judge) Validate(context.Context, portcullis.ValidationRequest) (portcullis
 	return portcullis.Verdict{Allow: true, Reasoning: "the user asked for this email", Confidence: 0.93, Provider: "command", Model: "judge-1", PromptHash: "sha256:00"}, nil
 }
 
-// recorder is a second human channel: it remembers every notice.
-type recorder struct {
-	mu      sync.Mutex
-	notices []portcullis.Notice
-}
-
-func (r *recorder) Notify(_ context.Context, n portcullis.Notice) error {
-	r.mu.Lock()
-	r.notices = append(r.notices, n)
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *recorder) last(t testing.TB, kind portcullis.NoticeKind) portcullis.Notice {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := len(r.notices) - 1; i >= 0; i-- {
-		if r.notices[i].Kind == kind {
-			return r.notices[i]
-		}
-	}
-	t.Fatalf("no %s notice was sent", kind)
-	return portcullis.Notice{}
-}
-
 // both sends a notice to two notifiers.
 type both [2]portcullis.Notifier
 
@@ -120,7 +95,7 @@ type env struct {
 	srv        *httptest.Server
 	policyPath string
 	loadedAt   time.Time
-	heard      *recorder
+	heard      *noticetest.Recorder
 }
 
 // envOption adjusts the console's options; addr is the server's host:port.
@@ -136,7 +111,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 
 func build(t testing.TB, st portcullis.Store, clock portcullis.Clock, opts ...envOption) *env {
 	t.Helper()
-	e := &env{t: t, st: st, heard: &recorder{}}
+	e := &env{t: t, st: st, heard: &noticetest.Recorder{}}
 	dir := t.TempDir()
 	e.policyPath = filepath.Join(dir, "policy.yaml")
 	must(t, os.WriteFile(e.policyPath, []byte(testPolicy), 0o600))
