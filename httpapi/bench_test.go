@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -57,22 +55,12 @@ func benchServer(b *testing.B, store string) (string, *http.Client) {
 	g, st := benchGate(b, store)
 	h, err := httpapi.New(httpapi.Options{
 		Gate: g, Store: st, HumanToken: humanToken,
-		AgentToken: func(tok string) (string, bool) {
-			a, ok := agentTokens[tok]
-			return a, ok
-		},
+		AgentToken: agentOf,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	b.Cleanup(srv.Close)
+	srv := serveLoopback(b, h)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	b.Cleanup(hc.CloseIdleConnections)
 	return srv.URL + "/v1/decide", hc

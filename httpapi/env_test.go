@@ -103,14 +103,26 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	h, err := httpapi.New(httpapi.Options{
 		Gate: g, Store: st, HumanToken: humanToken, Ready: cfg.ready, Clock: cfg.clock,
-		AgentToken: func(tok string) (string, bool) {
-			a, ok := agentTokens[tok]
-			return a, ok
-		},
+		AgentToken: agentOf,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := serveLoopback(t, h)
+	e := &env{t: t, srv: srv, gate: g, store: st, human: human}
+	t.Cleanup(e.checkNoCodeLeaked)
+	return e
+}
+
+// agentOf names the agent of a test token.
+func agentOf(tok string) (string, bool) {
+	a, ok := agentTokens[tok]
+	return a, ok
+}
+
+// serveLoopback serves h on 127.0.0.1 until the test ends.
+func serveLoopback(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,9 +131,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, gate: g, store: st, human: human}
-	t.Cleanup(e.checkNoCodeLeaked)
-	return e
+	return srv
 }
 
 // response is an answer of the API.
