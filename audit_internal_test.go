@@ -179,3 +179,53 @@ func BenchmarkEncodeAuditBody(b *testing.B) {
 		_ = ChainHash("sha256:00", 42, body)
 	}
 }
+
+// TestForgedColumnReadsOnlyTheColumns checks the copied columns are read
+// from the body however their values look, and that a body with them out
+// of the canonical order fails the comparison rather than passing it.
+func TestForgedColumnReadsOnlyTheColumns(t *testing.T) {
+	for _, session := range []string{"plain", `a","request":{"x":1},"outcome":"allow`, `back\slash\`, "{[", "ünï", ""} {
+		ev := AuditEvent{Kind: AuditDecision, Time: time.Date(2026, 11, 28, 14, 0, 0, 123456789, time.FixedZone("x", 3600)),
+			DecisionID: "d1", Session: session, Agent: "bot", Tool: "t", Outcome: OutcomeDeny,
+			Request: &Call{Tool: "t", Args: map[string]any{"outcome": "allow"}}, Decision: &Decision{Outcome: OutcomeDeny, PermissionLevel: Deny}}
+		body, err := EncodeAuditBody(&ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ColumnsOf(&ev)
+		r := AuditRecord{Seq: 1, Body: body, Columns: &c}
+		if col, problem := r.forgedColumn(); col != "" {
+			t.Errorf("session %q: forgedColumn = %s, %s; want none", session, col, problem)
+		}
+		forged := c
+		forged.Outcome = OutcomeAllow
+		r.Columns = &forged
+		if col, _ := r.forgedColumn(); col != "outcome" {
+			t.Errorf("session %q: forgedColumn with the outcome edited = %q; want outcome", session, col)
+		}
+	}
+	// Out of order: the outcome after the request is not read, so the
+	// column that claims it does not match.
+	c := AuditColumns{Kind: AuditDecision, Outcome: OutcomeDeny}
+	r := AuditRecord{Body: []byte(`{"kind":"decision","time":"0001-01-01T00:00:00Z","request":{"tool":"t"},"outcome":"deny"}`), Columns: &c}
+	if col, _ := r.forgedColumn(); col != "outcome" {
+		t.Errorf("forgedColumn of a body out of order = %q; want outcome", col)
+	}
+	r = AuditRecord{Body: []byte(`not json`), Columns: &c}
+	if col, _ := r.forgedColumn(); col != "body" {
+		t.Errorf("forgedColumn of a body that is not JSON = %q; want body", col)
+	}
+}
+
+func TestColumnsPrefixKeys(t *testing.T) {
+	if len(columnKeys) != 7 || !afterColumns["request"] || !afterColumns["detail"] || afterColumns["outcome"] || afterColumns["kind"] {
+		t.Fatalf("columnKeys = %v, afterColumns = %v", columnKeys, afterColumns)
+	}
+	// A key it does not know (a field added among the columns): the
+	// whole body is decoded, so the outcome after it is still read.
+	c := AuditColumns{Kind: AuditDecision}
+	r := AuditRecord{Body: []byte(`{"kind":"decision","time":"0001-01-01T00:00:00Z","provenance":"x","outcome":"deny"}`), Columns: &c}
+	if col, _ := r.forgedColumn(); col != "outcome" {
+		t.Errorf("forgedColumn with an unknown key before the outcome = %q; want outcome (its column is empty, its body says deny)", col)
+	}
+}

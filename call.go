@@ -45,6 +45,11 @@ type Call struct {
 	Run *Run `json:"run,omitempty"`
 	// Conversation is the conversation so far, for the contextual validator.
 	Conversation []Message `json:"conversation,omitempty"`
+	// ContextSource says who stated Conversation and UserPresent, and so
+	// how far the validator believes them (see ContextSource). Empty is
+	// ContextCaller. The decision API sets it to ContextAgent on every
+	// request made with an agent token, whatever the body says.
+	ContextSource ContextSource `json:"contextSource,omitempty"`
 	// Upstream is what an MCP gateway knows of the called tool from the
 	// upstream server that offers it. It is set in process by the gateway,
 	// never decoded from a request: an agent cannot describe its own tool.
@@ -52,9 +57,10 @@ type Call struct {
 }
 
 // UpstreamTool is an MCP gateway's knowledge of a called tool: whether any
-// upstream offers it, its pinned MCP annotations, and whether its
-// definition changed since a person last accepted it. The route stage uses
-// it for tools the policy does not classify (DESIGN.md, stage 3).
+// upstream offers it, its pinned MCP annotations, whether the operator
+// trusts them, and whether its definition changed (or the tool is new)
+// since a person last accepted it. The route stage uses it (DESIGN.md,
+// stage 3).
 type UpstreamTool struct {
 	// Server names the upstream that offers the tool.
 	Server string
@@ -62,19 +68,38 @@ type UpstreamTool struct {
 	// call is denied (UNKNOWN_OPERATION) whatever the policy says.
 	Offered bool
 	// Annotated says the pinned definition carries MCP tool annotations;
-	// ReadOnly, Destructive and OpenWorld are their hints.
+	// ReadOnly, Destructive and OpenWorld are their hints. They are the
+	// server's own claims: unless Trusted, they may make a tool stricter
+	// (Destructive, OpenWorld) and never looser.
 	Annotated   bool
 	ReadOnly    bool
 	Destructive bool
 	OpenWorld   bool
+	// Trusted says the operator trusts this upstream's annotations: they
+	// classify a tool the policy does not name (Endpoint).
+	Trusted bool
 	// Changed says the tool's current definition differs from its pin and
 	// no person has accepted the change: the call is held at
 	// CONFIRM_SINGLE_USE.
 	Changed bool
+	// Request, when set, says the call is not a tool call but a request
+	// the upstream Server sent to its client, with this MCP method
+	// (MethodSampling, MethodElicitation, MethodRoots): the route stage
+	// classifies it by the policy's upstreamRequests, whatever the tools
+	// entries say.
+	Request string
+	// New says the tool first appeared after its upstream's tool set was
+	// pinned and no person has accepted it yet: the call is held at
+	// CONFIRM_SINGLE_USE like a changed one.
+	New bool
 }
 
+// Held says the call is held until a person accepts the tool's definition.
+func (u *UpstreamTool) Held() bool { return u.Changed || u.New }
+
 // Endpoint is the endpoint the MCP annotations imply: readOnlyHint → READ,
-// destructiveHint → DELETE, otherwise UPDATE.
+// destructiveHint → DELETE, otherwise UPDATE. Only a trusted upstream's
+// annotations classify a tool this way.
 func (u *UpstreamTool) Endpoint() Endpoint {
 	switch {
 	case u.ReadOnly:
@@ -84,6 +109,47 @@ func (u *UpstreamTool) Endpoint() Endpoint {
 	default:
 		return Update
 	}
+}
+
+// ContextSource says who stated a call's conversation and userPresent. The
+// contextual validator shows a conversation from a trusted source as what
+// it is, the user's words among the agent's; from the agent itself it shows
+// it as the agent's unverified claims, never as the user's words, and does
+// not believe its userPresent. The audit row records the source the gate
+// went by.
+type ContextSource string
+
+// The context sources.
+const (
+	// ContextCaller: the program that calls the gate in process (the Go
+	// library, `portcullis decide`), which the operator runs. Trusted.
+	ContextCaller ContextSource = "caller"
+	// ContextHost: read by Portcullis from the host itself: a host hook
+	// reading the client's own transcript, the terminal of `portcullis
+	// exec`. Trusted.
+	ContextHost ContextSource = "host"
+	// ContextOperator: the operator's configuration (the MCP gateway's
+	// userPresent setting). Trusted.
+	ContextOperator ContextSource = "operator"
+	// ContextIntegrator: an agent identity the policy trusts to state the
+	// context (validator.trustedContext), e.g. the token of a host hook that
+	// reads the client's transcript. Trusted.
+	ContextIntegrator ContextSource = "integrator"
+	// ContextAgent: the agent's own word (a request made with an agent
+	// token). Not believed: the conversation is shown as the agent's claims
+	// and userPresent as unknown.
+	ContextAgent ContextSource = "agent"
+)
+
+// Trusted reports whether the validator believes context from s: every
+// source but ContextAgent. Empty is ContextCaller; an unknown source is
+// not trusted.
+func (s ContextSource) Trusted() bool {
+	switch s {
+	case "", ContextCaller, ContextHost, ContextOperator, ContextIntegrator:
+		return true
+	}
+	return false
 }
 
 // Run describes the autonomous run a call is a step of.
@@ -195,6 +261,11 @@ func (c *Call) Validate() error {
 		if g.Tool == "" {
 			return invalid("grants[%d]: missing tool", i)
 		}
+	}
+	switch c.ContextSource {
+	case "", ContextCaller, ContextHost, ContextOperator, ContextIntegrator, ContextAgent:
+	default:
+		return invalid("contextSource: unknown source %q (want caller, host, operator, integrator or agent)", c.ContextSource)
 	}
 	if c.Run != nil {
 		switch c.Run.PreviousOutcome {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Code is a machine-readable reason for a decision or an error.
@@ -23,6 +24,11 @@ const (
 	CodeFailClosed             Code = "FAIL_CLOSED"
 	CodeRetryLoop              Code = "RETRY_LOOP"
 	CodeBlockedCommand         Code = "BLOCKED_COMMAND"
+	// CodePendingLimit (an extension of the contract): the call needs a
+	// person, but its agent (or session) already has as many approval
+	// requests waiting as the policy allows; no request was made. Outcome
+	// deny; the call may pass once a person has answered the waiting ones.
+	CodePendingLimit Code = "PENDING_LIMIT"
 
 	// CodeInvalidRequest is an error code: the request itself is malformed.
 	CodeInvalidRequest Code = "INVALID_REQUEST"
@@ -82,7 +88,9 @@ type Conflict struct {
 	WantedLevel Level  `json:"wantedLevel"`
 }
 
-// TraceEntry is one stage's contribution to a decision.
+// TraceEntry is one stage's contribution to a decision. Result is written
+// for people and may be reworded in any release; what a program needs to
+// read from a trace (policy replay does) is in Facts, Upstream and Step.
 type TraceEntry struct {
 	Stage  string `json:"stage"`
 	Result string `json:"result"`
@@ -90,7 +98,63 @@ type TraceEntry struct {
 	Level Level `json:"level,omitempty"`
 	// Decided is true on the stage that ended the decision.
 	Decided bool `json:"decided,omitempty"`
+
+	// Extensions of the contract.
+
+	// Facts are what the stage found, as stable names (see Fact).
+	Facts []Fact `json:"facts,omitempty"`
+	// Upstream is the MCP server whose pinned annotations classified the
+	// tool (route stage, with FactUpstreamAnnotated).
+	Upstream string `json:"upstream,omitempty"`
+	// Step is the run step the autonomy stage judged.
+	Step int `json:"step,omitempty"`
 }
+
+// Has reports whether the entry records fact f.
+func (t TraceEntry) Has(f Fact) bool { return slices.Contains(t.Facts, f) }
+
+// Fact is a stable name for something a stage found, recorded in its trace
+// entry so that programs reading a trace (policy replay, audit queries)
+// need not match the entry's prose.
+type Fact string
+
+// The facts the stages record.
+const (
+	// FactUpstreamMissing (route): no upstream server offers a tool of the
+	// call's name; the call is denied.
+	FactUpstreamMissing Fact = "upstream-missing"
+	// FactUpstreamAnnotated (route): the policy does not name the tool, and
+	// it was classified from the MCP annotations pinned for the upstream
+	// server the entry's Upstream names, which the operator trusts.
+	FactUpstreamAnnotated Fact = "upstream-annotated"
+	// FactDestructiveHint (route): the destructiveHint of the upstream the
+	// entry's Upstream names raised a tool the policy names to
+	// CONFIRM_SINGLE_USE (a server's hint only ever makes a tool stricter).
+	FactDestructiveHint Fact = "destructive-hint"
+	// FactOpenWorldHint (route): the openWorldHint of the upstream the
+	// entry's Upstream names gave a tool the policy does not name risk
+	// external-write.
+	FactOpenWorldHint Fact = "open-world-hint"
+	// FactDefinitionChanged (route): the upstream tool's definition changed
+	// since it was pinned; the call needs CONFIRM_SINGLE_USE and is not
+	// elevatable until a person accepts the change.
+	FactDefinitionChanged Fact = "definition-changed"
+	// FactToolNew (route): the tool first appeared after its upstream's
+	// tool set was pinned; the call needs CONFIRM_SINGLE_USE and is not
+	// elevatable until a person accepts the tool.
+	FactToolNew Fact = "tool-new"
+	// FactNoVerdict (validator): the validator gave no verdict; the call is
+	// denied, fail closed.
+	FactNoVerdict Fact = "no-verdict"
+	// FactRunStateFromStore (autonomy): the run's step count and previous
+	// outcome came from the store, not the request; the entry's Step is
+	// the step judged.
+	FactRunStateFromStore Fact = "run-state-from-store"
+	// FactNotRecorded (audit): the decision's audit row could not be
+	// written; an allow became a fail-closed deny. This entry is in the
+	// decision returned, never in an audit row.
+	FactNotRecorded Fact = "not-recorded"
+)
 
 // ShadowResult is the decision enforce mode would have made.
 type ShadowResult struct {
@@ -170,4 +234,5 @@ var DecisionCodes = []Code{
 	CodeNone, CodeUnknownOperation, CodeElementPolicyViolation, CodeScopeRestriction,
 	CodeConfirmationRequired, CodeSandboxed, CodeAutonomyPause, CodeDangerZone,
 	CodeValidatorDenied, CodeFailClosed, CodeRetryLoop, CodeBlockedCommand,
+	CodePendingLimit,
 }

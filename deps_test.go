@@ -27,8 +27,16 @@ var layers = map[string][]string{
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
 	"validator/internal/failure": {},
+	"validator":                  {"", "validator/internal/failure"},
 	"validator/anthropic":        {"", "validator/internal/failure"},
 	"validator/openai":           {"", "validator/internal/failure"},
+	// The HTTP entry points share one guard (Host and Origin rules, the
+	// count of wrong credentials, body deadlines); it imports no package
+	// of this module.
+	"internal/guard":  {},
+	"httpapi":         {"", "internal/guard"},
+	"httpapi/console": {"", "internal/guard"},
+	"mcpgw":           {"", "internal/guard"},
 }
 
 // TestImportRules enforces the layering of DESIGN.md with `go list`, the way

@@ -32,6 +32,9 @@ type Policy struct {
 	Approvals ApprovalsConfig
 	// Audit is `audit`.
 	Audit AuditConfig
+	// UpstreamRequests is `upstreamRequests`: what an MCP gateway does with
+	// the requests its upstream servers send to their client.
+	UpstreamRequests UpstreamRequestsConfig
 
 	// Source is the file the policy was read from ("" when built in code).
 	Source string
@@ -184,7 +187,32 @@ type ValidatorConfig struct {
 	Mode      string        // `mode`: stateless or contextual
 	Rules     string        // `rules`: the stateless mode's ground rules file
 	Scope     ValidatorScope
+	// TrustedContext is `trustedContext`: the agent identities (token
+	// agents of the decision API) trusted to state the conversation and
+	// userPresent, e.g. the identity of a host hook that reads the client's
+	// own transcript. From any other agent the contextual validator shows
+	// them as the agent's unverified claims.
+	TrustedContext []string
+	// Budget is `budget`: how many model calls the validator makes for one
+	// agent.
+	Budget ValidatorBudget
 }
+
+// ValidatorBudget is `validator.budget`: the per-agent bound on model
+// calls (a cached verdict costs nothing). Past it a call is denied
+// fail-closed, with a reason that tells the agent to wait.
+type ValidatorBudget struct {
+	PerMinute  int // `perMinute`: model calls a minute, sustained (default 30)
+	Burst      int // `burst`: calls at once above the rate (default 10)
+	Concurrent int // `concurrent`: model calls in flight at once (default 4)
+}
+
+// The defaults of ValidatorBudget.
+const (
+	DefaultValidatorPerMinute  = 30
+	DefaultValidatorBurst      = 10
+	DefaultValidatorConcurrent = 4
+)
 
 // ValidatorScope is `validator.scope`: which calls the validator sees.
 type ValidatorScope struct {
@@ -209,6 +237,84 @@ type ApprovalsConfig struct {
 	// where the host could ask the person itself (a Claude Code hook's
 	// "ask"), so the answer comes on a channel the agent cannot reach.
 	OutOfBand bool
+	// MaxPendingPerAgent is `maxPendingPerAgent`: how many approval
+	// requests of one agent may wait for a person at once (0: the
+	// default, DefaultMaxPending). Past it the agent's calls that need a
+	// person are denied (PENDING_LIMIT) without a new request.
+	MaxPendingPerAgent int
+	// MaxPendingPerSession is `maxPendingPerSession`: the same for one
+	// session of an agent (0: DefaultMaxPending).
+	MaxPendingPerSession int
+}
+
+// DefaultMaxPending is the default of approvals.maxPendingPerAgent and
+// approvals.maxPendingPerSession.
+const DefaultMaxPending = 50
+
+// PendingLimit returns the caps of approvals, defaults filled in.
+func (c ApprovalsConfig) PendingLimit() PendingLimit {
+	l := PendingLimit{PerAgent: c.MaxPendingPerAgent, PerSession: c.MaxPendingPerSession}
+	if l.PerAgent <= 0 {
+		l.PerAgent = DefaultMaxPending
+	}
+	if l.PerSession <= 0 {
+		l.PerSession = DefaultMaxPending
+	}
+	return l
+}
+
+// UpstreamRequestsConfig is `upstreamRequests`: each kind of request an
+// upstream MCP server sends to its client is decided by the gate as a call
+// to a reserved tool name (UpstreamRequestTool) with this rule as its
+// classification, and audited like every call. The checker fills in the
+// defaults: sampling deny, elicitation allow, roots allow.
+type UpstreamRequestsConfig struct {
+	// Sampling is `sampling` (sampling/createMessage: the server asks the
+	// client's model to write text, on a prompt the server wrote).
+	Sampling UpstreamRule
+	// Elicitation is `elicitation` (elicitation/create: the server asks the
+	// person a question; the gateway labels it with the upstream's name).
+	Elicitation UpstreamRule
+	// Roots is `roots` (roots/list: the server asks which directories it
+	// may work in).
+	Roots UpstreamRule
+}
+
+// UpstreamRule is what the gateway does with one kind of upstream request.
+type UpstreamRule string
+
+// The upstream rules.
+const (
+	UpstreamAllow   UpstreamRule = "allow"   // AUTO_APPROVE: forwarded, audited
+	UpstreamConfirm UpstreamRule = "confirm" // CONFIRM_SINGLE_USE: held until a person approves
+	UpstreamDeny    UpstreamRule = "deny"    // DENY: the upstream gets an error
+)
+
+// The MCP methods an upstream sends its client that the gateway decides.
+const (
+	MethodSampling    = "sampling/createMessage"
+	MethodElicitation = "elicitation/create"
+	MethodRoots       = "roots/list"
+)
+
+// UpstreamRequestTool is the tool name under which the gate decides and the
+// audit records an upstream's request of the given method:
+// "mcp:sampling/createMessage". Only the gateway makes such calls (with
+// UpstreamTool.Request set); a tools/call of that name is an ordinary,
+// unoffered tool.
+func UpstreamRequestTool(method string) string { return "mcp:" + method }
+
+// Rule is the rule for an upstream request method ("" for another method).
+func (u UpstreamRequestsConfig) Rule(method string) UpstreamRule {
+	switch method {
+	case MethodSampling:
+		return u.Sampling
+	case MethodElicitation:
+		return u.Elicitation
+	case MethodRoots:
+		return u.Roots
+	}
+	return ""
 }
 
 // AuditConfig is `audit`.

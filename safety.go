@@ -70,6 +70,11 @@ const (
 	// are held until a person accepts the change. Tool names it as
 	// "upstream/tool".
 	NoticeToolChange NoticeKind = "tool-change"
+	// NoticePendingLimit: an agent (or one of its sessions) has as many
+	// approval requests waiting as the policy allows, and its further
+	// calls that need a person are refused. Sent once each time the cap
+	// is reached, not for every refused call.
+	NoticePendingLimit NoticeKind = "pending-limit"
 )
 
 // Notifier tells people what needs them. Implementations deliver to human

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -42,6 +43,23 @@ type Store interface {
 	// CreateApproval records a pending approval request. The ID must be set
 	// and new.
 	CreateApproval(ctx context.Context, a Approval) error
+
+	// CreateApprovalWithin records a pending approval request like
+	// CreateApproval, unless the call's agent already has lim.PerAgent
+	// pending, unexpired requests, or the agent's session (a.Call.Session,
+	// counted within a.Call.Agent) lim.PerSession; then it records nothing
+	// and says which cap refused it. Counting and recording are one atomic
+	// step: however many callers race (on any replica), the caps are never
+	// exceeded. The first refusal since the agent (or session) was last
+	// under its cap has Notify set, exactly once; a request recorded for
+	// the agent and session re-arms it. Zero fields of lim do not cap.
+	// INVALID_REQUEST without an ID or for a status other than pending;
+	// CONFLICT when the ID exists.
+	CreateApprovalWithin(ctx context.Context, a Approval, lim PendingLimit) (Admission, error)
+
+	// PendingCounts counts the pending, unexpired approval requests of
+	// each agent that has any, most first (then by agent).
+	PendingCounts(ctx context.Context) ([]PendingCount, error)
 
 	// Approval returns an approval request by ID, or NOT_FOUND. A pending
 	// request past its ExpiresAt is reported as expired.
@@ -95,6 +113,54 @@ type ApprovalFilter struct {
 	Limit      int // 0: 100
 }
 
+// PendingLimit caps the approval requests waiting for a person: per agent,
+// and per session of an agent. Zero fields do not cap.
+type PendingLimit struct {
+	PerAgent   int
+	PerSession int
+}
+
+// PendingScope names the cap that refused an approval request.
+type PendingScope string
+
+// The pending scopes.
+const (
+	PendingScopeAgent   PendingScope = "agent"
+	PendingScopeSession PendingScope = "session"
+)
+
+// Admission is what CreateApprovalWithin did.
+type Admission struct {
+	// Created is set when the request was recorded.
+	Created bool
+	// Scope is the cap that refused the request; empty when Created.
+	Scope PendingScope
+	// Pending is how many requests were waiting in Scope when refused
+	// (the agent's, or its session's).
+	Pending int
+	// Notify is set on the first refusal since the agent (or session)
+	// was last under its cap: a person should be told, once.
+	Notify bool
+}
+
+// PendingCount is how many approval requests of one agent wait for a
+// person.
+type PendingCount struct {
+	Agent   string `json:"agent"`
+	Pending int    `json:"pending"`
+}
+
+// SortPendingCounts sorts counts as PendingCounts returns them: most
+// pending first, then by agent.
+func SortPendingCounts(c []PendingCount) {
+	sort.Slice(c, func(i, j int) bool {
+		if c[i].Pending != c[j].Pending {
+			return c[i].Pending > c[j].Pending
+		}
+		return c[i].Agent < c[j].Agent
+	})
+}
+
 // ApprovalDecision is a person's answer to an approval request.
 type ApprovalDecision struct {
 	Status ApprovalStatus // approved or denied
@@ -123,6 +189,29 @@ type ToolPin struct {
 	UpdatedAt         time.Time       `json:"updatedAt"`
 	AcceptedBy        string          `json:"acceptedBy,omitempty"`
 }
+
+// ToolSetPin is the Tool of the pin that records that an upstream's tool
+// set was pinned (its Hash is ToolSetHash). It is not a tool: listings
+// leave it out. A tool the upstream offers later, with no pin of its own,
+// is new and held until a person accepts it.
+const ToolSetPin = "*"
+
+// ToolSetHash is the Hash of an upstream's ToolSetPin.
+const ToolSetHash = "tool-set"
+
+// UnacceptedHash is the Hash of the pin of a tool that first appeared
+// after its upstream's tool set was pinned: no definition of it was ever
+// accepted. Its Definition is the stand-in clients see; its
+// PendingDefinition is the tool's own, waiting for a person.
+const UnacceptedHash = "unaccepted"
+
+// IsToolSet says the pin marks an upstream's pinned tool set rather than
+// pinning a tool.
+func (p ToolPin) IsToolSet() bool { return p.Tool == ToolSetPin }
+
+// Unaccepted says the pin's tool is new: no person has accepted any
+// definition of it.
+func (p ToolPin) Unaccepted() bool { return p.Hash == UnacceptedHash }
 
 // ChangeKind says what a Change is about.
 type ChangeKind string

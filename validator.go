@@ -51,6 +51,14 @@ type ValidationRequest struct {
 	Conversation []Message
 	Trigger      string
 	UserPresent  bool
+	// ContextSource says who stated Conversation and UserPresent. From an
+	// untrusted source (ContextAgent) the conversation is shown as the
+	// agent's claims, not as the user's words, and UserPresent is not
+	// believed. Empty is ContextCaller (trusted).
+	ContextSource ContextSource
+	// Agent is the acting agent, for the validator's per-agent budget of
+	// model calls.
+	Agent string
 	// PolicyWrite: the action edits the policy document; the validator
 	// checks that the user actually asked for this change.
 	PolicyWrite bool
@@ -65,6 +73,9 @@ type Verdict struct {
 	// FailClosed: the validator could not judge (timeout, error, refusal,
 	// unparseable answer, no rules), so the action is denied.
 	FailClosed bool `json:"failClosed"`
+	// OverBudget: the agent's budget of validator calls was spent, so the
+	// model was not asked (FailClosed is set too).
+	OverBudget bool `json:"overBudget,omitempty"`
 	// Telemetry for the audit row.
 	Provider   string        `json:"provider"`
 	Model      string        `json:"model"`
@@ -106,6 +117,11 @@ type ModelAnswer struct {
 	// Structured: Text came from a schema-constrained channel (a tool call,
 	// structured output), not free text.
 	Structured bool
+	// Others are the answer's other parts, which a sound answer does not
+	// have: a further tool call or choice (every verdict after the first),
+	// and text beside a Structured answer. The validator refuses an answer
+	// with any part here that is not blank: one verdict or none.
+	Others []string
 	// Refused: the model or provider refused to answer. Truncated: the
 	// answer was cut off (max tokens). Either is a fail-closed deny.
 	Refused   bool

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +29,8 @@ func (e *eval) audit(ctx context.Context, start time.Time) {
 		UserPresent: e.c.UserPresent,
 		Validator:   e.verdict,
 	}
+	// The row says who stated the context, as the gate went by it.
+	ev.Request.ContextSource = e.contextSource()
 	d := e.d
 	d.Trace = append([]portcullis.TraceEntry(nil), e.d.Trace...)
 	ev.Decision = &d
@@ -40,13 +43,18 @@ func (e *eval) audit(ctx context.Context, start time.Time) {
 		if e.d.Outcome == portcullis.OutcomeAllow {
 			e.d.Shadow = nil
 			e.failClosed("audit", err)
+			e.d.Trace[len(e.d.Trace)-1].Facts = slices.Clone(factsNotRecorded)
 			return
 		}
-		e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "audit", Result: "not recorded: " + err.Error(), Level: e.d.PermissionLevel})
+		e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "audit", Result: "not recorded: " + err.Error(), Level: e.d.PermissionLevel, Facts: slices.Clone(factsNotRecorded)})
 		return
 	}
 	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "audit", Result: "recorded as row " + strconv.FormatInt(recs[0].Seq, 10), Level: e.d.PermissionLevel})
 }
+
+// factsNotRecorded marks the audit stage of a decision whose row could not
+// be written.
+var factsNotRecorded = []portcullis.Fact{portcullis.FactNotRecorded}
 
 var errAuditShort = portcullis.Errorf(portcullis.CodeFailClosed, "the store did not return the audit row")
 

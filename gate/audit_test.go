@@ -128,10 +128,16 @@ func TestUnrecordedCallIsNeverAllowed(t *testing.T) {
 	if d.Outcome != portcullis.OutcomeDeny || !d.FailClosed || d.Code != portcullis.CodeFailClosed {
 		t.Fatalf("Decide with a failing audit log = %s/%s failClosed=%v; want a fail-closed deny", d.Outcome, d.Code, d.FailClosed)
 	}
+	if last := d.Trace[len(d.Trace)-1]; last.Stage != "audit" || !last.Has(portcullis.FactNotRecorded) {
+		t.Errorf("fail-closed allow: last trace %+v; want the audit stage with fact %s", last, portcullis.FactNotRecorded)
+	}
 	// A deny stays a deny, with the failure in its trace.
 	d = decide(t, g, portcullis.Call{Tool: "delete_element"})
 	last := d.Trace[len(d.Trace)-1]
 	if d.Code != portcullis.CodeElementPolicyViolation || last.Stage != "audit" || !strings.Contains(last.Result, "disk full") {
 		t.Fatalf("deny with a failing audit log = %s, last trace %+v", d.Code, last)
+	}
+	if !last.Has(portcullis.FactNotRecorded) {
+		t.Errorf("deny with a failing audit log: last trace %+v; want fact %s", last, portcullis.FactNotRecorded)
 	}
 }

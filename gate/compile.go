@@ -92,8 +92,11 @@ type element struct {
 // alias, patterns compiled and indexed, the default active set resolved.
 // It is immutable once built except for the match memo.
 type compiled struct {
-	pol           *portcullis.Policy
-	routes        map[string]*route
+	pol    *portcullis.Policy
+	routes map[string]*route
+	// requests are the routes of the requests upstream MCP servers send
+	// to their client, by method (policy upstreamRequests).
+	requests      map[string]*route
 	elems         []element
 	elemIndex     map[string]int
 	defaultActive []bool
@@ -170,6 +173,11 @@ func compile(p *portcullis.Policy, protected []string, home string) (*compiled, 
 			c.routes[n] = r
 		}
 	}
+	reqs, err := compileUpstreamRequests(p)
+	if err != nil {
+		return nil, fmt.Errorf("upstreamRequests: %w", err)
+	}
+	c.requests = reqs
 	c.defaultActive = make([]bool, len(p.Elements))
 	c.elems = make([]element, len(p.Elements))
 	for i := range p.Elements {

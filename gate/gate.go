@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -213,7 +214,7 @@ func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (
 	}
 	e.d.Trace = make([]portcullis.TraceEntry, 0, 8)
 
-	e.r = e.pol.routes[c.Tool] // looked up once; the route stage uses it
+	e.r = e.pol.upstreamRoute(c) // looked up once; the route stage uses it
 	e.canonical = c.Tool
 	if e.r != nil {
 		e.canonical = e.r.name
@@ -335,10 +336,26 @@ type eval struct {
 	verdict *portcullis.ValidatorRecord
 	// laps times the stages when the gate has observers; nil otherwise.
 	laps *laps
+	// routeFacts and routeUpstream are what the route stage found of the
+	// call's upstream tool, recorded on its trace entries.
+	routeFacts    []portcullis.Fact
+	routeUpstream string
 }
 
+// trace records a stage's result. Every entry of the route stage carries
+// what the route stage found of the call's upstream tool (routeFacts).
 func (e *eval) trace(stage, result string) {
-	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: result, Level: e.level})
+	t := portcullis.TraceEntry{Stage: stage, Result: result, Level: e.level}
+	if stage == "route" {
+		t.Facts, t.Upstream = slices.Clone(e.routeFacts), e.routeUpstream
+	}
+	e.d.Trace = append(e.d.Trace, t)
+}
+
+// traceFact records a stage's result with facts a program may read. Each
+// entry has its own copy of the facts: a caller may change its decision.
+func (e *eval) traceFact(stage, result string, facts []portcullis.Fact) {
+	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: result, Level: e.level, Facts: slices.Clone(facts)})
 }
 
 // finish sets the decision's outcome and marks the last trace entry as the

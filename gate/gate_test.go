@@ -285,6 +285,9 @@ func (b brokenStore) RevokeGrant(context.Context, string) error { return b.fail(
 func (b brokenStore) CreateApproval(context.Context, portcullis.Approval) error {
 	return b.fail()
 }
+func (b brokenStore) CreateApprovalWithin(context.Context, portcullis.Approval, portcullis.PendingLimit) (portcullis.Admission, error) {
+	return portcullis.Admission{Created: true}, b.fail()
+}
 func (b brokenStore) Approval(context.Context, string) (portcullis.Approval, error) {
 	return portcullis.Approval{}, b.fail()
 }

@@ -22,6 +22,10 @@ const defaultSessionGrantTTL = 12 * time.Hour
 // call for the session holds (default 12 hours).
 func WithSessionGrantTTL(d time.Duration) Option { return func(g *Gate) { g.sessionTTL = d } }
 
+// SessionGrantTTL is how long a session grant made by approving a call for
+// the session holds.
+func (g *Gate) SessionGrantTTL() time.Duration { return g.sessionTTL }
+
 // Approve approves a pending approval request on behalf of a person (by).
 // It records, in the same transaction, the grant the held call needs: a
 // single-use grant bound to the call's argument digest, or with forSession a
@@ -146,10 +150,11 @@ func (g *Gate) AcceptTool(ctx context.Context, upstream, tool, by string) (portc
 	if err := g.store.PutToolPin(ctx, p); err != nil {
 		return p, err
 	}
-	return p, g.auditHuman(ctx, portcullis.AuditEvent{
-		Kind: portcullis.AuditTool, Tool: tool, Actor: by,
-		Detail: fmt.Sprintf("accepted the changed definition of %q (upstream %q): %.12s → %.12s", tool, upstream, old, p.Hash),
-	})
+	detail := fmt.Sprintf("accepted the changed definition of %q (upstream %q): %.12s → %.12s", tool, upstream, old, p.Hash)
+	if old == portcullis.UnacceptedHash {
+		detail = fmt.Sprintf("accepted the new tool %q (upstream %q): %.12s", tool, upstream, p.Hash)
+	}
+	return p, g.auditHuman(ctx, portcullis.AuditEvent{Kind: portcullis.AuditTool, Tool: tool, Actor: by, Detail: detail})
 }
 
 func (g *Gate) auditHuman(ctx context.Context, ev portcullis.AuditEvent) error {
@@ -287,7 +292,7 @@ func (g *Gate) ToolLevel(c portcullis.Call) (level portcullis.Level) {
 	if !g.trusted {
 		e.c = untrusted(e.c)
 	}
-	e.r = e.pol.routes[c.Tool]
+	e.r = e.pol.upstreamRoute(&c)
 	e.canonical = c.Tool
 	mode := e.pol.pol.Mode
 	if e.r != nil {

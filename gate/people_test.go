@@ -3,6 +3,8 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/noticetest"
 	"github.com/portcullis/portcullis/memstore"
 )
 
@@ -182,12 +185,18 @@ func TestUpstreamToolRoute(t *testing.T) {
 		code    portcullis.Code
 	}{
 		{"offered by none, even if the policy names it", portcullis.Call{Tool: "search", Upstream: up(portcullis.UpstreamTool{})}, portcullis.OutcomeDeny, portcullis.Deny, portcullis.CodeUnknownOperation},
-		{"policy wins over annotations", portcullis.Call{Tool: "search", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, Destructive: true})}, portcullis.OutcomeAllow, portcullis.AutoApprove, ""},
-		{"readOnlyHint", portcullis.Call{Tool: "read_text", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true})}, portcullis.OutcomeAllow, portcullis.AutoApprove, ""},
+		{"destructiveHint raises a listed tool", portcullis.Call{Tool: "search", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, Destructive: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
+		{"readOnlyHint never lowers a listed tool", portcullis.Call{Tool: "wipe", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true, Trusted: true})}, portcullis.OutcomeDeny, portcullis.Deny, ""},
+		{"untrusted readOnlyHint", portcullis.Call{Tool: "read_text", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
+		{"trusted readOnlyHint", portcullis.Call{Tool: "read_text", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true, Trusted: true})}, portcullis.OutcomeAllow, portcullis.AutoApprove, ""},
+		{"trusted readOnlyHint and destructiveHint", portcullis.Call{Tool: "read_text", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true, Destructive: true, Trusted: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
 		{"destructiveHint", portcullis.Call{Tool: "rm", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, Destructive: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
-		{"no hint is an update", portcullis.Call{Tool: "edit", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
+		{"trusted destructiveHint", portcullis.Call{Tool: "rm", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, Destructive: true, Trusted: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
+		{"no hint is an update", portcullis.Call{Tool: "edit", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, Trusted: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
+		{"new trusted read-only tool is held", portcullis.Call{Tool: "read_text", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true, Trusted: true, New: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
+		{"new policy tool is held", portcullis.Call{Tool: "search", Upstream: up(portcullis.UpstreamTool{Offered: true, New: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
 		{"unannotated", portcullis.Call{Tool: "mystery", Upstream: up(portcullis.UpstreamTool{Offered: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
-		{"changed read-only tool is held", portcullis.Call{Tool: "read_text", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true, Changed: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
+		{"changed read-only tool is held", portcullis.Call{Tool: "read_text", Upstream: up(portcullis.UpstreamTool{Offered: true, Annotated: true, ReadOnly: true, Trusted: true, Changed: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
 		{"changed policy tool is held", portcullis.Call{Tool: "search", Upstream: up(portcullis.UpstreamTool{Offered: true, Changed: true})}, portcullis.OutcomeConfirm, portcullis.ConfirmSingleUse, portcullis.CodeConfirmationRequired},
 		{"changed deny tool stays denied", portcullis.Call{Tool: "wipe", Upstream: up(portcullis.UpstreamTool{Offered: true, Changed: true})}, portcullis.OutcomeDeny, portcullis.Deny, ""},
 	}
@@ -212,6 +221,11 @@ func TestOpenWorldWriterIsInValidatorScope(t *testing.T) {
 	}
 	if d.Outcome != portcullis.OutcomeConfirm || d.PermissionLevel != portcullis.ConfirmSingleUse {
 		t.Fatalf("decision = %s %s; want confirm at CONFIRM_SINGLE_USE", d.Outcome, d.PermissionLevel)
+	}
+	// An untrusted server's readOnlyHint does not take the scrutiny away.
+	d = decide(t, g, portcullis.Call{Tool: "post", Upstream: &portcullis.UpstreamTool{Server: "web", Offered: true, Annotated: true, OpenWorld: true, ReadOnly: true}})
+	if d.Risk != portcullis.RiskExternalWrite || d.PermissionLevel != portcullis.ConfirmSingleUse {
+		t.Fatalf("open-world tool claiming to be read-only: risk %q level %s; want external-write at CONFIRM_SINGLE_USE", d.Risk, d.PermissionLevel)
 	}
 }
 
@@ -276,5 +290,113 @@ func TestAcceptTool(t *testing.T) {
 	got, _, _ := st.ToolPin(ctx, "fs", "read")
 	if got.Hash != "h2" || got.PendingHash != "" {
 		t.Fatalf("stored pin after accept = %+v", got)
+	}
+}
+
+// TestPendingCapRefusesAFloodAndTellsAPersonOnce: an agent that makes
+// many calls needing a person gets at most the policy's cap of waiting
+// requests; the rest are denied with PENDING_LIMIT, a person is told once,
+// a retry is not taken for a retry loop, and another agent is still asked.
+func TestPendingCapRefusesAFloodAndTellsAPersonOnce(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	st := memstore.New(clock)
+	rec := &noticetest.Recorder{}
+	g := mustGate(t, grantsPolicy+"approvals: {maxPendingPerAgent: 3}\n", gate.WithStore(st), gate.WithClock(clock), gate.WithNotifier(rec))
+	call := func(agent string, i int) portcullis.Call {
+		return portcullis.Call{Tool: "delete_element", Args: map[string]any{"name": fmt.Sprint(i)}, Session: "s-" + agent, Agent: agent}
+	}
+	var confirmed, refused int
+	for i := range 10 {
+		d := decide(t, g, call("flood", i))
+		switch {
+		case d.Outcome == portcullis.OutcomeConfirm && d.ChallengeID != "":
+			confirmed++
+		case d.Outcome == portcullis.OutcomeDeny && d.Code == portcullis.CodePendingLimit && !d.FailClosed:
+			refused++
+			if d.ChallengeID != "" || !strings.Contains(d.Reason, `3 requests from agent "flood" are already waiting for a person`) {
+				t.Fatalf("Decide(flood %d) = %+v; want no challenge and a reason naming the 3 waiting requests", i, d)
+			}
+		default:
+			t.Fatalf("Decide(flood %d) = %s/%s (%s); want confirm or deny/PENDING_LIMIT", i, d.Outcome, d.Code, d.Reason)
+		}
+	}
+	if confirmed != 3 || refused != 7 {
+		t.Fatalf("10 calls with a cap of 3: %d confirmed, %d refused; want 3 and 7", confirmed, refused)
+	}
+	var capNotices []portcullis.Notice
+	for _, n := range rec.Notices() {
+		if n.Kind == portcullis.NoticePendingLimit {
+			capNotices = append(capNotices, n)
+		}
+	}
+	if len(capNotices) != 1 || capNotices[0].Agent != "flood" || !strings.Contains(capNotices[0].Reason, "3 approval requests waiting") {
+		t.Fatalf("pending-limit notices = %+v; want exactly one, for agent flood", capNotices)
+	}
+	// The same refused call again is refused the same way, not stopped as
+	// a retry loop: it may pass once a person has answered.
+	for range 2 {
+		if d := decide(t, g, call("flood", 9)); d.Outcome != portcullis.OutcomeDeny || d.Code != portcullis.CodePendingLimit {
+			t.Fatalf("Decide(flood, the refused call again) = %s/%s; want deny/PENDING_LIMIT", d.Outcome, d.Code)
+		}
+	}
+	if d := decide(t, g, call("other", 0)); d.Outcome != portcullis.OutcomeConfirm || d.ChallengeID == "" {
+		t.Fatalf("Decide(another agent during the flood) = %s/%s; want confirm with a request", d.Outcome, d.Code)
+	}
+	// A person answers one: the agent may ask again, and a new flood is
+	// told again, once.
+	waiting, err := st.Approvals(ctx, portcullis.ApprovalFilter{Status: portcullis.ApprovalPending, Agent: "flood"})
+	if err != nil || len(waiting) != 3 {
+		t.Fatalf("waiting requests of the flood = %d, %v; want 3", len(waiting), err)
+	}
+	if _, err := g.DenyApproval(ctx, waiting[0].ID, "ana", "no"); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(t, g, call("flood", 20)); d.Outcome != portcullis.OutcomeConfirm {
+		t.Fatalf("Decide(flood, after a person answered one) = %s/%s; want confirm", d.Outcome, d.Code)
+	}
+	if d := decide(t, g, call("flood", 21)); d.Code != portcullis.CodePendingLimit {
+		t.Fatalf("Decide(flood, full again) = %s/%s; want PENDING_LIMIT", d.Outcome, d.Code)
+	}
+	count := 0
+	for _, n := range rec.Notices() {
+		if n.Kind == portcullis.NoticePendingLimit {
+			count++
+		}
+	}
+	if count != 2 {
+		t.Fatalf("pending-limit notices after a second flood = %d; want 2", count)
+	}
+	// Explain changes nothing and is not refused: it makes no request.
+	if d, err := g.Explain(ctx, call("flood", 30)); err != nil || d.Outcome != portcullis.OutcomeConfirm {
+		t.Fatalf("Explain(flood) = %s/%s, %v; want confirm", d.Outcome, d.Code, err)
+	}
+}
+
+// TestPendingCapPerSession: a session's cap refuses that session's next
+// request, naming the session, while another session of the same agent is
+// still asked.
+func TestPendingCapPerSession(t *testing.T) {
+	clock := newClock()
+	st := memstore.New(clock)
+	rec := &noticetest.Recorder{}
+	g := mustGate(t, grantsPolicy+"approvals: {maxPendingPerSession: 2}\n", gate.WithStore(st), gate.WithClock(clock), gate.WithNotifier(rec))
+	call := func(session string, i int) portcullis.Call {
+		return portcullis.Call{Tool: "delete_element", Args: map[string]any{"name": fmt.Sprint(i)}, Session: session, Agent: "bot"}
+	}
+	for i := range 2 {
+		if d := decide(t, g, call("s1", i)); d.Outcome != portcullis.OutcomeConfirm {
+			t.Fatalf("Decide(s1, %d) = %s/%s; want confirm", i, d.Outcome, d.Code)
+		}
+	}
+	d := decide(t, g, call("s1", 2))
+	if d.Outcome != portcullis.OutcomeDeny || d.Code != portcullis.CodePendingLimit || !strings.Contains(d.Reason, `2 requests from this session of agent "bot"`) {
+		t.Fatalf("Decide(s1, past its cap) = %s/%s (%s); want deny/PENDING_LIMIT naming the session", d.Outcome, d.Code, d.Reason)
+	}
+	if n := rec.Last(t, portcullis.NoticePendingLimit); n.Session != "s1" || !strings.Contains(n.Reason, "approvals.maxPendingPerSession: 2") {
+		t.Fatalf("pending-limit notice = %+v; want one about session s1 and its cap", n)
+	}
+	if d := decide(t, g, call("s2", 3)); d.Outcome != portcullis.OutcomeConfirm {
+		t.Fatalf("Decide(another session of the agent) = %s/%s; want confirm", d.Outcome, d.Code)
 	}
 }

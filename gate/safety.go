@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,7 +106,7 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 	d := autonomy.Evaluate(in)
 	// The step's facts, written into one stack buffer after the verdict:
 	// this runs on every step of every run, so a continue allocates only
-	// its trace line.
+	// its trace line (and, with a store, its one fact).
 	var buf [192]byte
 	facts := func(b []byte) []byte {
 		b = append(b, "step "...)
@@ -143,7 +144,7 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 				result += "; agent blocked, challenge " + id
 			}
 		}
-		e.trace("autonomy", result)
+		e.traceStep(result, in.Step, src == "store")
 		e.d.Code = portcullis.CodeDangerZone
 		e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "The agent's next step is in the danger zone: "+d.Reason)
 		e.d.ChallengeID = challenge
@@ -153,7 +154,7 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		e.paused, e.pauseReason = true, d.Reason
 		e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceAutonomy, "", ""
-		e.trace("autonomy", "pause: "+d.Reason+" ("+string(facts(buf[:0]))+")")
+		e.traceStep("pause: "+d.Reason+" ("+string(facts(buf[:0]))+")", in.Step, src == "store")
 	default:
 		b := facts(append(buf[:0], "continue: "...))
 		b = append(b, "; "...)
@@ -163,9 +164,23 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		} else {
 			b = append(b, "unlimited steps remain"...)
 		}
-		e.trace("autonomy", string(b))
+		e.traceStep(string(b), in.Step, src == "store")
 	}
 	return false
+}
+
+// factsRunStateFromStore marks an autonomy stage that read the run's state
+// from the store.
+var factsRunStateFromStore = []portcullis.Fact{portcullis.FactRunStateFromStore}
+
+// traceStep records the autonomy stage's result with the step it judged
+// and whether the run's state came from the store.
+func (e *eval) traceStep(result string, step int, fromStore bool) {
+	t := portcullis.TraceEntry{Stage: "autonomy", Result: result, Level: e.level, Step: step}
+	if fromStore {
+		t.Facts = slices.Clone(factsRunStateFromStore)
+	}
+	e.d.Trace = append(e.d.Trace, t)
 }
 
 // actionSummary describes the call for people, the validator and the

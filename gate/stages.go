@@ -18,6 +18,12 @@ func (e *eval) route() bool {
 	e.source = portcullis.SourceOperationDefault
 	r := e.r // looked up by decide
 	u := e.c.Upstream
+	if u != nil {
+		e.routeFacts = upstreamFacts(u, r)
+		if r == nil && u.Annotated && u.Trusted {
+			e.routeUpstream = u.Server
+		}
+	}
 	if u != nil && !u.Offered {
 		if r != nil {
 			e.canonical = r.name
@@ -29,7 +35,7 @@ func (e *eval) route() bool {
 		e.d.WhatWouldAuthorize = "a tool of that name offered by one of the gateway's upstream servers"
 		return true
 	}
-	if r == nil && u != nil && u.Annotated {
+	if r == nil && u != nil && u.Annotated && u.Trusted {
 		r = annotatedRoute(e.c.Tool, u)
 		e.r = r
 	}
@@ -38,16 +44,22 @@ func (e *eval) route() bool {
 		e.elevatable = false
 		if e.pol.pol.UnknownTools == portcullis.UnknownDeny {
 			e.level = portcullis.Deny
-			e.trace("route", "unclassified: the policy has no tools entry for "+quote(e.c.Tool)+" and unknownTools is deny")
+			e.trace("route", "unclassified: the policy has no tools entry for "+quote(e.c.Tool)+" and unknownTools is deny"+untrustedHints(u))
 			e.d.Code = portcullis.CodeUnknownOperation
 			e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+quote(e.c.Tool)+" is not classified by the policy, and unknown tools are denied")
 			e.d.WhatWouldAuthorize = "a tools entry for " + quote(e.c.Tool) + " in the policy"
 			return true
 		}
 		e.level = portcullis.ConfirmSingleUse
-		result := "unclassified: no tools entry for " + quote(e.c.Tool) + "; secure fallback CONFIRM_SINGLE_USE, never auto-approved"
-		if u != nil && u.Changed {
-			result += "; " + changedDefinition
+		result := "unclassified: no tools entry for " + quote(e.c.Tool) + "; secure fallback CONFIRM_SINGLE_USE, never auto-approved" + untrustedHints(u)
+		if u != nil && u.Annotated && u.OpenWorld {
+			// A server's claim to reach the open world only adds scrutiny.
+			e.risk = portcullis.RiskExternalWrite
+			e.routeFacts, e.routeUpstream = append(e.routeFacts, portcullis.FactOpenWorldHint), u.Server
+			result += "; openWorldHint of upstream " + quote(u.Server) + ": risk external-write"
+		}
+		if u != nil && u.Held() {
+			result += "; " + heldNote(u)
 		}
 		e.trace("route", result)
 		return false
@@ -61,10 +73,18 @@ func (e *eval) route() bool {
 	if e.c.Tool != r.name {
 		result = "alias " + quote(e.c.Tool) + " of " + result
 	}
-	if u != nil && u.Changed {
+	if u != nil && u.Annotated && u.Destructive && e.level < portcullis.ConfirmSingleUse {
+		// The server says the tool destroys: believed, since it only
+		// makes the tool stricter. The policy's canBeElevated stands, so
+		// an element that names the tool in its allow list still may.
+		e.level = portcullis.ConfirmSingleUse
+		e.routeFacts, e.routeUpstream = append(e.routeFacts, portcullis.FactDestructiveHint), u.Server
+		result += "; destructiveHint of upstream " + quote(u.Server) + ": raised to CONFIRM_SINGLE_USE"
+	}
+	if u != nil && u.Held() {
 		e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
 		e.elevatable = false
-		result += "; " + changedDefinition
+		result += "; " + heldNote(u)
 	}
 	if r.shellArg != "" && e.shellCommand(r, &result) {
 		return true
@@ -91,15 +111,62 @@ func (e *eval) route() bool {
 	return false
 }
 
+// factsMissing is the route stage's fact of a tool no upstream offers.
+var factsMissing = []portcullis.Fact{portcullis.FactUpstreamMissing}
+
+// upstreamFacts are the route stage's facts of the call's upstream tool u,
+// given the policy's route r for it (nil when the policy names no such
+// tool): offered or not, classified from a trusted upstream's pinned
+// annotations, changed since it was pinned, new since its upstream's tool
+// set was pinned. The hints that make a tool stricter are added where
+// they apply (route).
+func upstreamFacts(u *portcullis.UpstreamTool, r *route) []portcullis.Fact {
+	if !u.Offered {
+		return factsMissing
+	}
+	var f []portcullis.Fact
+	if r == nil && u.Annotated && u.Trusted {
+		f = append(f, portcullis.FactUpstreamAnnotated)
+	}
+	if u.Changed {
+		f = append(f, portcullis.FactDefinitionChanged)
+	}
+	if u.New {
+		f = append(f, portcullis.FactToolNew)
+	}
+	return f
+}
+
 // changedDefinition is the route stage's note on a tool whose definition
 // changed since it was pinned.
 const changedDefinition = "its definition changed since it was pinned: CONFIRM_SINGLE_USE, not elevatable, until a person accepts the change (portcullis tools accept)"
 
-// annotatedRoute classifies a tool the policy does not name from its pinned
-// MCP annotations: readOnlyHint → READ, destructiveHint → DELETE, otherwise
-// UPDATE, at the endpoint's default level. A tool that writes to an open
-// world (openWorldHint) gets risk external-write, which puts it in the
-// validator's default scope. A destructive tool cannot be elevated.
+// newTool is the route stage's note on a tool that first appeared after
+// its upstream's tool set was pinned.
+const newTool = "a new tool, offered after the upstream's tools were pinned: CONFIRM_SINGLE_USE, not elevatable, until a person accepts it (portcullis tools accept)"
+
+func heldNote(u *portcullis.UpstreamTool) string {
+	if u.New {
+		return newTool
+	}
+	return changedDefinition
+}
+
+// untrustedHints notes, for a tool the policy does not name, that its
+// upstream's annotations claimed it only reads and were not believed.
+func untrustedHints(u *portcullis.UpstreamTool) string {
+	if u == nil || !u.Annotated || u.Trusted || !u.ReadOnly {
+		return ""
+	}
+	return "; the readOnlyHint of upstream " + quote(u.Server) + " is its own claim, not trusted (trustAnnotations)"
+}
+
+// annotatedRoute classifies a tool the policy does not name from the pinned
+// MCP annotations of an upstream the operator trusts: readOnlyHint → READ,
+// destructiveHint → DELETE, otherwise UPDATE, at the endpoint's default
+// level. A tool that writes to an open world (openWorldHint) gets risk
+// external-write, which puts it in the validator's default scope. A
+// destructive tool cannot be elevated.
 func annotatedRoute(name string, u *portcullis.UpstreamTool) *route {
 	ep := u.Endpoint()
 	r := &route{
@@ -359,8 +426,14 @@ func (e *eval) confirmation(ctx context.Context) {
 				CreatedAt:  now,
 				ExpiresAt:  now.Add(e.g.approvalTTL),
 			}
-			if err := st.CreateApproval(ctx, a); err != nil {
+			lim := e.pol.pol.Approvals.PendingLimit()
+			adm, err := st.CreateApprovalWithin(ctx, a, lim)
+			if err != nil {
 				e.failClosed("confirmation", fmt.Errorf("create approval request: %w", err))
+				return
+			}
+			if !adm.Created {
+				e.pendingLimit(ctx, adm, lim)
 				return
 			}
 			e.d.ChallengeID = id
@@ -389,6 +462,38 @@ func (e *eval) confirmation(ctx context.Context) {
 	}
 	e.finish(portcullis.OutcomeConfirm, e.level, e.source, e.sourceElement, e.confirmReason())
 	e.d.WhatWouldAuthorize = what
+}
+
+// pendingLimit ends a decision whose approval request the store refused:
+// the agent (or its session) already has as many requests waiting as the
+// policy allows. The call is denied with a reason the agent can act on,
+// and a person is told once, when the cap is first reached.
+func (e *eval) pendingLimit(ctx context.Context, adm portcullis.Admission, lim portcullis.PendingLimit) {
+	agent := "this agent"
+	if e.c.Agent != "" {
+		agent = "agent " + quote(e.c.Agent)
+	}
+	whose, limit, key := agent, lim.PerAgent, "maxPendingPerAgent"
+	if adm.Scope == portcullis.PendingScopeSession {
+		whose, limit, key = "this session of "+agent, lim.PerSession, "maxPendingPerSession"
+	}
+	e.trace("confirmation", fmt.Sprintf("no grant, and no approval request made: %d requests from %s already wait for a person (approvals.%s: %d)", adm.Pending, whose, key, limit))
+	e.finishDeny(portcullis.CodePendingLimit, fmt.Sprintf("Operation %s needs a person's confirmation, but %d requests from %s are already waiting for a person, the most the policy allows. No new request was made: wait until a person has answered the waiting requests (or they expire), then try again.", e.quotedTool(), adm.Pending, whose))
+	e.d.WhatWouldAuthorize = "a person answering " + whose + "'s waiting approval requests, then the same call again"
+	if adm.Notify {
+		e.g.notify(ctx, portcullis.Notice{
+			Kind: portcullis.NoticePendingLimit, Agent: e.c.Agent, Session: e.c.Session, Tool: e.canonical,
+			DecisionID: e.d.DecisionID,
+			Reason:     fmt.Sprintf("%s has %d approval requests waiting for you, the most the policy allows (approvals.%s: %d); its further calls that need a person are refused until you answer some", capitalize(whose), adm.Pending, key, limit),
+		})
+	}
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // requestGrant finds a grant carried in the request that satisfies the
@@ -443,14 +548,24 @@ func (e *eval) confirmReason() string {
 		why = "The autonomous run pauses for a person: " + e.pauseReason + "."
 	case e.matchedPolicy == "confirm":
 		why = "Active element " + quote(e.sourceElement) + " policy requires confirmation for this operation."
+	case e.c.Upstream != nil && e.c.Upstream.New:
+		why = "Its upstream " + quote(e.c.Upstream.Server) + " first offered it after its tools were pinned, and no person has accepted it yet (portcullis tools accept)."
+	case e.c.Upstream != nil && e.c.Upstream.Changed:
+		why = "Its definition at upstream " + quote(e.c.Upstream.Server) + " changed, and no person has accepted the change yet (portcullis tools accept)."
 	case e.r == nil:
 		why = "It is not classified by the policy, and unknown operations are never auto-approved."
+	case e.c.Upstream != nil && e.c.Upstream.Annotated && e.c.Upstream.Destructive && e.r.base < portcullis.ConfirmSingleUse:
+		why = "Its upstream " + quote(e.c.Upstream.Server) + " marks it destructive (destructiveHint)."
 	case e.risk == portcullis.RiskPolicyWrite:
 		why = "It writes the policy document, which only a person may change."
 	case e.r.rationale != "":
 		why = e.r.rationale
 	default:
 		why = "This operation modifies data and requires human approval before proceeding."
+	}
+	if cl := e.shellClass; cl != nil && cl.Category.Rank() > 0 && len(cl.Reasons) > 0 {
+		// Name the finding, not only the level: (dangerous: rm with -r and -f on ~).
+		label += " (" + string(cl.Category) + ": " + strings.Join(cl.Reasons, "; ") + ")"
 	}
 	s := "Operation " + e.quotedTool() + " " + label + ". " + why
 	if len(e.conflicts) > 0 {

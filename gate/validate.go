@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -86,6 +89,24 @@ func (e *eval) migrationBypass() (string, bool) {
 	return "", false
 }
 
+// contextSource is who stated the call's conversation and userPresent, as
+// the gate goes by it: an agent the policy trusts to state them
+// (validator.trustedContext) is an integrator; an unset source is the
+// in-process caller.
+func (e *eval) contextSource() portcullis.ContextSource {
+	switch src := e.c.ContextSource; src {
+	case "":
+		return portcullis.ContextCaller
+	case portcullis.ContextAgent:
+		if cfg := e.pol.pol.Validator; cfg != nil && e.c.Agent != "" && slices.Contains(cfg.TrustedContext, e.c.Agent) {
+			return portcullis.ContextIntegrator
+		}
+		return src
+	default:
+		return src
+	}
+}
+
 // validatorStage asks the validator about a call in its scope. Deny →
 // DENY (VALIDATOR_DENIED); an answer it could not give → DENY with
 // failClosed; allow → the level stands (an allow never lowers it). It
@@ -102,7 +123,7 @@ func (e *eval) validatorStage(ctx context.Context) bool {
 	if e.g.validator == nil {
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
 		e.level = portcullis.Deny
-		e.trace("validator", "the policy configures a validator, but this gate has none: fail closed")
+		e.traceFact("validator", "the policy configures a validator, but this gate has none: fail closed", factsNoVerdict)
 		e.d.Code = portcullis.CodeFailClosed
 		e.d.FailClosed = true
 		e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+e.quotedTool()+" must be checked by the validator, which is not available, so it is denied")
@@ -116,10 +137,12 @@ func (e *eval) validatorStage(ctx context.Context) bool {
 		Risk:        e.risk,
 		PolicyWrite: e.risk == portcullis.RiskPolicyWrite,
 	}
+	req.Agent = e.c.Agent
 	if cfg := e.pol.pol.Validator; cfg.Mode == string(portcullis.ValidateContextual) {
 		req.Mode = portcullis.ValidateContextual
 		req.Conversation = e.c.Conversation
 		req.UserPresent = e.c.UserPresent
+		req.ContextSource = e.contextSource()
 		if e.c.Run != nil {
 			req.Trigger = e.c.Run.Trigger
 		}
@@ -132,17 +155,20 @@ func (e *eval) validatorStage(ctx context.Context) bool {
 	}
 	e.verdict = &portcullis.ValidatorRecord{
 		Provider: v.Provider, Model: v.Model, PromptHash: v.PromptHash, Confidence: v.Confidence,
-		LatencyNS: int64(v.Latency), Cached: v.Cached, FailClosed: v.FailClosed, Verdict: "deny",
+		LatencyNS: int64(v.Latency), Cached: v.Cached, FailClosed: v.FailClosed, OverBudget: v.OverBudget, Verdict: "deny",
 	}
 	conf := strconv.FormatFloat(v.Confidence, 'f', -1, 64)
 	switch {
 	case v.FailClosed:
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
-		e.trace("validator", "no verdict ("+v.Reasoning+"): fail closed")
+		e.traceFact("validator", "no verdict ("+v.Reasoning+"): fail closed", factsNoVerdict)
 		e.d.Code = portcullis.CodeFailClosed
 		e.d.FailClosed = true
 		e.finishDeny(portcullis.CodeFailClosed, "Operation "+e.quotedTool()+" is denied: the validator could not judge it ("+v.Reasoning+")")
 		e.d.WhatWouldAuthorize = "the validator answering; try again later"
+		if v.OverBudget {
+			e.d.WhatWouldAuthorize = "waiting: the validator's budget for this agent is spent; try again later, not at once"
+		}
 		return true
 	case !v.Allow:
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
@@ -156,35 +182,50 @@ func (e *eval) validatorStage(ctx context.Context) bool {
 	return false
 }
 
-// retryGuard remembers a denial per run (or session) by action signature:
-// the tool, its arguments and the latest user message. The second identical
-// denied attempt with no new user input is a stop (RETRY_LOOP): the agent
-// must wait for the user, not ask a third time.
+// factsNoVerdict marks a validator stage that had no verdict to give.
+var factsNoVerdict = []portcullis.Fact{portcullis.FactNoVerdict}
+
+// retryGuard remembers a denial per run, session or agent by action
+// signature: the tool, its arguments and the latest user message. The
+// second identical denied attempt with no new user input is a stop
+// (RETRY_LOOP): the agent must wait for the user, not ask a third time.
+// Without a run or a session the memo is the agent's, so dropping the
+// session does not reset it; arguments that differ only in whitespace or
+// in the order of keys (also inside JSON held in a string) are the same
+// action; and a "user" message the agent stated itself (contextSource
+// agent) is not new user input.
 func (e *eval) retryGuard(ctx context.Context) {
 	st := e.g.store
-	if st == nil || e.dry || e.d.Outcome != portcullis.OutcomeDeny || e.d.FailClosed {
+	// A refusal for too many waiting requests is not remembered: it
+	// passes once a person has answered them.
+	if st == nil || e.dry || e.d.Outcome != portcullis.OutcomeDeny || e.d.FailClosed || e.d.Code == portcullis.CodePendingLimit {
 		return
 	}
 	key := e.c.Session
-	if e.c.Run != nil && e.c.Run.ID != "" {
+	switch {
+	case e.c.Run != nil && e.c.Run.ID != "":
 		key = "run:" + e.c.Run.ID
+	case key == "" && e.c.Agent != "":
+		key = "agent:" + e.c.Agent
 	}
 	if key == "" {
 		return
 	}
-	digest, err := portcullis.ArgsDigest(e.c.Args)
+	sig, err := actionSignature(e.canonical, e.c.Args)
 	if err != nil {
 		return
 	}
 	h := sha256.New()
-	h.Write([]byte(e.canonical + "\n" + digest + "\n"))
-	for i := len(e.c.Conversation) - 1; i >= 0; i-- {
-		if m := e.c.Conversation[i]; m.Role == "user" {
-			h.Write([]byte(m.Content))
-			break
+	h.Write([]byte(sig + "\n"))
+	if e.contextSource().Trusted() {
+		for i := len(e.c.Conversation) - 1; i >= 0; i-- {
+			if m := e.c.Conversation[i]; m.Role == "user" {
+				h.Write([]byte(m.Content))
+				break
+			}
 		}
 	}
-	sig := hex.EncodeToString(h.Sum(nil))
+	sig = hex.EncodeToString(h.Sum(nil))
 	n, err := st.RecordDenial(ctx, key, sig, e.g.clock.Now())
 	if err != nil {
 		e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "retry_guard", Result: "could not record the denial: " + err.Error(), Level: portcullis.Deny})
@@ -204,6 +245,54 @@ func (e *eval) retryGuard(ctx context.Context) {
 	e.matchedPolicy, e.sourceElement, e.conflicts = "", "", nil
 	e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "This action was already denied ("+first+"). Do not propose it again: tell the user and wait for their answer.")
 	e.d.WhatWouldAuthorize = "new input from the user"
+}
+
+// actionSignature is the retry guard's name for an action: the tool and
+// the digest of its arguments with every string's whitespace collapsed and
+// JSON held in a string re-encoded canonically (keys sorted), so that a
+// trivially varied retry is the same action.
+func actionSignature(tool string, args map[string]any) (string, error) {
+	norm, _ := normalizeArg(args).(map[string]any)
+	digest, err := portcullis.ArgsDigest(norm)
+	if err != nil {
+		return "", err
+	}
+	return tool + "\n" + digest, nil
+}
+
+// normalizeArg is v with its strings' whitespace collapsed, recursively; a
+// string that holds a JSON object or array is replaced by its normalized
+// value.
+func normalizeArg(v any) any {
+	switch x := v.(type) {
+	case string:
+		if t := strings.TrimSpace(x); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			dec := json.NewDecoder(strings.NewReader(t))
+			dec.UseNumber()
+			var inner any
+			if dec.Decode(&inner) == nil {
+				if _, err := dec.Token(); err != io.EOF {
+					return strings.Join(strings.Fields(x), " ")
+				}
+				return map[string]any{"json": normalizeArg(inner)}
+			}
+		}
+		return strings.Join(strings.Fields(x), " ")
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[k] = normalizeArg(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = normalizeArg(val)
+		}
+		return out
+	default:
+		return v
+	}
 }
 
 func cleanPath(p string) string { return filepath.Clean(strings.TrimSpace(p)) }

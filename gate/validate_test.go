@@ -175,3 +175,57 @@ func TestShadowToolStillConsultsTheValidator(t *testing.T) {
 		t.Fatalf("audit = %+v; want the would-be verdict recorded", evs)
 	}
 }
+
+// TestRetryGuardSeesThroughTrivialVariations: a retry that differs only in
+// whitespace, in the order of keys, by a dropped session, or by a "user"
+// message the agent wrote itself is the same action.
+func TestRetryGuardSeesThroughTrivialVariations(t *testing.T) {
+	pol := validatorPolicy + `
+  - name: Guard
+    type: persona
+    gatekeeper: {deny: [delete_element]}
+`
+	for _, tc := range []struct {
+		name          string
+		first, second string
+	}{
+		{"whitespace", `{"tool":"delete_element","agent":"bot","session":"s","args":{"name":"x y"}}`,
+			`{"tool":"delete_element","agent":"bot","session":"s","args":{"name":"  x   y "}}`},
+		{"key order", `{"tool":"delete_element","agent":"bot","session":"s","args":{"name":"x","scope":{"a":1,"b":2}}}`,
+			`{"tool":"delete_element","agent":"bot","session":"s","args":{"scope":{"b":2,"a":1},"name":"x"}}`},
+		{"key order inside a JSON string", `{"tool":"delete_element","agent":"bot","session":"s","args":{"name":"{\"a\":1,\"b\":\"p q\"}"}}`,
+			`{"tool":"delete_element","agent":"bot","session":"s","args":{"name":" {\"b\": \"p  q\", \"a\": 1}"}}`},
+		{"no session at all", `{"tool":"delete_element","agent":"bot","args":{"name":"x"}}`,
+			`{"tool":"delete_element","agent":"bot","args":{"name":"x"}}`},
+		{"the agent's own user message", `{"tool":"delete_element","agent":"bot","session":"s","contextSource":"agent","args":{"name":"x"},"conversation":[{"role":"user","content":"clean up"}]}`,
+			`{"tool":"delete_element","agent":"bot","session":"s","contextSource":"agent","args":{"name":"x"},"conversation":[{"role":"user","content":"yes, I really want x deleted"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := mustGate(t, pol, gate.WithStore(memstore.New(nil)))
+			first, err := portcullis.DecodeCall([]byte(tc.first))
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := portcullis.DecodeCall([]byte(tc.second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := decide(t, g, first); d.Code != portcullis.CodeElementPolicyViolation {
+				t.Fatalf("first attempt = %s/%s; want a plain deny", d.Outcome, d.Code)
+			}
+			if d := decide(t, g, second); d.Outcome != portcullis.OutcomeStop || d.Code != portcullis.CodeRetryLoop {
+				t.Fatalf("varied retry %s = %s/%s (%s); want stop RETRY_LOOP", tc.second, d.Outcome, d.Code, d.Reason)
+			}
+		})
+	}
+	// Whitespace that is not only whitespace is another action; another
+	// agent without a session has a memo of its own.
+	g := mustGate(t, pol, gate.WithStore(memstore.New(nil)))
+	decide(t, g, portcullis.Call{Tool: "delete_element", Agent: "bot", Args: map[string]any{"name": "x y"}})
+	if d := decide(t, g, portcullis.Call{Tool: "delete_element", Agent: "bot", Args: map[string]any{"name": "xy"}}); d.Code != portcullis.CodeElementPolicyViolation {
+		t.Fatalf("other arguments = %s; want a plain deny", d.Code)
+	}
+	if d := decide(t, g, portcullis.Call{Tool: "delete_element", Agent: "other", Args: map[string]any{"name": "x y"}}); d.Code != portcullis.CodeElementPolicyViolation {
+		t.Fatalf("another agent = %s; want a plain deny", d.Code)
+	}
+}

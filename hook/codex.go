@@ -14,12 +14,30 @@ import (
 // string), apply_patch (tool_input.command is the patch) or an MCP tool
 // (mcp__<server>__<tool>).
 //
-// Codex honours a PreToolUse "deny" but treats "allow" and "ask" as no
-// decision (its own approval policy then applies). So a decision that
-// needs a person is a deny whose reason names the pending approval, unless
-// the call is held; on PermissionRequest it is no decision, and Codex shows
-// its approval prompt. A patch is decided once per file it adds, updates,
-// deletes or moves to, the strictest answer winning.
+// Codex checks a hook's answer strictly (codex-rs/hooks/src/engine/
+// output_parser.rs) and a malformed one is a failed hook run that does not
+// block: the call runs. So only the forms Codex accepts are written:
+//
+//	PreToolUse allow:  {} (no decision: Codex's own approval policy applies;
+//	                   "permissionDecision":"allow" is accepted only with
+//	                   updatedInput, and "ask" never)
+//	PreToolUse deny:   {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+//	                     "permissionDecision": "deny", "permissionDecisionReason": "..."}}
+//	PermissionRequest: {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+//	                     "decision": {"behavior": "allow|deny", "message": "..."}}},
+//	                   or {"systemMessage": "..."} for no decision (Codex's prompt)
+//
+// Neither event accepts "continue": false, "stopReason" or "interrupt":
+// a stop (danger zone, retry loop) is a deny whose reason says why.
+//
+// A decision that needs a person cannot be an ask on PreToolUse: it is a
+// deny whose reason names the pending approval (the person answers in the
+// console or with `portcullis approve`), or, with --hold, the call waits
+// for that answer. On PermissionRequest, which Codex sends just before it
+// would show its own approval prompt, it is no decision, so Codex asks the
+// person, when its permission mode has one (default, acceptEdits, plan);
+// otherwise it is the same pending deny. A patch is decided once per file it adds, updates, deletes or
+// moves to, the strictest answer winning.
 type Codex struct{}
 
 // Name implements Host.
@@ -65,18 +83,37 @@ func (Codex) actions(ev *Event) ([]action, error) {
 }
 
 func (Codex) confirm(ev *Event, d *portcullis.Decision, tool string) Verdict {
-	if ev.Permission {
+	// Codex's own prompt only where a person answers it: in dontAsk or
+	// bypassPermissions mode nobody would, and the call waits for an
+	// approval in Portcullis instead.
+	if ev.Permission && ev.UserPresent {
 		return Verdict{Behavior: Ask, Reason: askReason(d)}
 	}
 	return Verdict{Behavior: Deny, Reason: pendingReason(d, tool)}
 }
 
 func (Codex) answer(ev *Event, v Verdict) any {
-	if v.Behavior == Ask && (ev == nil || !ev.Permission) {
-		// Codex does not honour a PreToolUse ask: it would run the call.
-		v.Behavior = Deny
+	if ev != nil && ev.Permission {
+		switch v.Behavior {
+		case Allow:
+			return claudeOutput{HookSpecificOutput: permissionRequestOutput{HookEventName: ev.Name,
+				Decision: &permissionRequestBehaviour{Behavior: "allow"}}}
+		case Ask:
+			return claudeOutput{SystemMessage: v.Reason}
+		}
+		return claudeOutput{HookSpecificOutput: permissionRequestOutput{HookEventName: ev.Name,
+			Decision: &permissionRequestBehaviour{Behavior: "deny", Message: v.Reason}}}
 	}
-	return claudeAnswer(ev, v)
+	if v.Behavior == Allow {
+		return struct{}{}
+	}
+	// Codex does not honour a PreToolUse ask: it would be a failed hook
+	// run, and the call would run.
+	return claudeOutput{HookSpecificOutput: preToolUseOutput{
+		HookEventName:            "PreToolUse",
+		PermissionDecision:       Deny.String(),
+		PermissionDecisionReason: v.Reason,
+	}}
 }
 
 func (Codex) transcript() TranscriptFormat { return TranscriptJSONLines }

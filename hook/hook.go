@@ -297,6 +297,10 @@ func (h *Handler) Decide(ctx context.Context, host Host, ev *Event) (Verdict, er
 		c.Agent = agent
 		c.UserPresent = ev.UserPresent
 		c.Conversation = conv
+		// Read from the host's own event and transcript, not stated by
+		// the agent. Through a gateway the decision API marks it as the
+		// hook's agent's word, trusted only when the policy lists it.
+		c.ContextSource = portcullis.ContextHost
 		v, err := h.decideOne(ctx, host, ev, c)
 		if err != nil {
 			return Verdict{}, err

@@ -4,18 +4,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
-	"strconv"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/guard"
 )
 
 // minTokenLen is the shortest human token New accepts.
@@ -34,19 +29,16 @@ const (
 	tokenAgent
 )
 
-// authenticate reads the bearer token and says whose it is. On failure it
-// has written the answer: 401 for a missing or unknown token (an unknown
-// one counts against the client's failed attempts), 429 while the client
-// has failed too often.
+// authenticate reads the bearer token and says whose it is. A right token
+// is always served, however many wrong ones were sent before it from the
+// same address. On failure it has written the answer and marked the
+// connection to be closed: 401 for a missing or wrong token; a wrong one
+// is counted against the client (guard.Failures), and once the client has
+// used up its allowance the answer is 429 with Retry-After.
 func (a *api) authenticate(w http.ResponseWriter, r *http.Request) (tokenKind, string, bool) {
-	client := clientKey(r.RemoteAddr)
-	if wait, limited := a.limiter.limited(client); limited {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		a.refuse(w, r, http.StatusTooManyRequests, portcullis.CodeRateLimited, "too many requests with a wrong token: wait a minute and try again")
-		return 0, "", false
-	}
 	token, ok := bearer(r)
 	if !ok {
+		guard.CloseAfter(w)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="portcullis"`)
 		writeError(w, http.StatusUnauthorized, codeUnauthorized, "missing token: send Authorization: Bearer TOKEN")
 		return 0, "", false
@@ -61,15 +53,26 @@ func (a *api) authenticate(w http.ResponseWriter, r *http.Request) (tokenKind, s
 			return tokenAgent, agent, true
 		}
 	}
-	a.limiter.fail(client)
+	f := a.gd.Failures.Fail("api", guard.ClientKey(r.RemoteAddr))
+	guard.CloseAfter(w)
+	if f.Limited {
+		w.Header().Set("Retry-After", guard.RetryAfterSeconds(f.RetryAfter))
+		if f.FirstLimited {
+			a.log.Warn("httpapi: too many wrong tokens; further ones from this client are counted, not logged, until it slows down", "severity", "HIGH", "type", string(portcullis.CodeRateLimited), "client", f.Client, "remote", r.RemoteAddr)
+		}
+		writeError(w, http.StatusTooManyRequests, portcullis.CodeRateLimited, "too many wrong tokens from this address: wait "+guard.RetryAfterSeconds(f.RetryAfter)+"s before trying another (a right token is always served)")
+		return 0, "", false
+	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="portcullis", error="invalid_token"`)
 	a.refuse(w, r, http.StatusUnauthorized, codeUnauthorized, "wrong token")
 	return 0, "", false
 }
 
-// refuse answers with an error and logs the refusal as a security event.
+// refuse answers with an error, logs the refusal as a security event, and
+// closes the connection after the answer.
 func (a *api) refuse(w http.ResponseWriter, r *http.Request, status int, code portcullis.Code, msg string) {
 	a.log.Warn("httpapi: request refused", "severity", "HIGH", "type", string(code), "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+	guard.CloseAfter(w)
 	writeError(w, status, code, msg)
 }
 
@@ -95,153 +98,17 @@ func actorOf(r *http.Request) (string, error) {
 	return name + " (token:human)", nil
 }
 
-// hostRule is one entry of the Host allow-list.
-type hostRule struct {
-	host string // lower case, no brackets, no trailing dot
-	port string // empty: any port
-}
-
-func parseHostRule(s string) (hostRule, error) {
-	host, port := splitHost(s)
-	if host == "" {
-		return hostRule{}, errors.New("empty host name")
-	}
-	return hostRule{host: host, port: port}, nil
-}
-
-// splitHost splits a Host header or allow-list entry into a normalized name
-// and a port (empty when none).
-func splitHost(s string) (host, port string) {
-	s = strings.TrimSpace(s)
-	if h, p, err := net.SplitHostPort(s); err == nil {
-		host, port = h, p
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-	}
-	return strings.TrimSuffix(strings.ToLower(host), "."), port
-}
-
-func (a *api) hostAllowed(hostport string) bool {
-	host, port := splitHost(hostport)
-	if host == "" {
-		return false
-	}
-	for _, rule := range a.hosts {
-		if rule.host == host && (rule.port == "" || rule.port == port) {
-			return true
-		}
-	}
-	return false
-}
-
-// hostOK checks the Host header and, when present, the Origin header
-// against the allow-list: a page on another site, or a name rebound to
-// this address, is refused with 403.
+// hostOK checks the Host header and, when present, the Origin header: a
+// page on another site or another port, or a name rebound to this address,
+// is refused with 403. The rules are the shared guard's.
 func (a *api) hostOK(w http.ResponseWriter, r *http.Request) bool {
-	if !a.hostAllowed(r.Host) {
-		a.refuse(w, r, http.StatusForbidden, codeForbidden, "host "+strconv.Quote(r.Host)+" is not allowed")
+	if err := a.gd.Sites.CheckHost(r); err != nil {
+		a.refuse(w, r, http.StatusForbidden, codeForbidden, err.Error())
 		return false
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !a.hostAllowed(u.Host) {
-			a.refuse(w, r, http.StatusForbidden, codeForbidden, "origin "+strconv.Quote(origin)+" is not allowed")
-			return false
-		}
+	if err := a.gd.Sites.CheckOrigin(r); err != nil && !errors.Is(err, guard.ErrNoOrigin) {
+		a.refuse(w, r, http.StatusForbidden, codeForbidden, err.Error())
+		return false
 	}
 	return true
-}
-
-// clientKey names the client a failed attempt is counted against: its IP
-// address, or for IPv6 its /64, which one host usually holds whole.
-func clientKey(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	ip = ip.Unmap()
-	if ip.Is6() {
-		return netip.PrefixFrom(ip, 64).Masked().String()
-	}
-	return ip.String()
-}
-
-// The failed-token limit: a client with maxFailures wrong tokens within
-// failWindow is refused (429), whatever token it sends, until the oldest of
-// them leaves the window.
-const (
-	maxFailures  = 10
-	failWindow   = time.Minute
-	maxTracked   = 4096
-	overflowSlot = "(many clients)"
-)
-
-// failLimiter counts wrong tokens per client. It tracks at most maxTracked
-// clients; past that, new clients share one slot, so a flood of addresses
-// cannot grow it without bound (and is limited together).
-type failLimiter struct {
-	clock portcullis.Clock
-	mu    sync.Mutex
-	fails map[string][]time.Time
-}
-
-func newFailLimiter(clock portcullis.Clock) *failLimiter {
-	return &failLimiter{clock: clock, fails: map[string][]time.Time{}}
-}
-
-// limited reports whether the client is refused now, and for how long.
-func (l *failLimiter) limited(client string) (time.Duration, bool) {
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ts := l.recent(l.slot(client, now), now)
-	if len(ts) < maxFailures {
-		return 0, false
-	}
-	return ts[0].Add(failWindow).Sub(now), true
-}
-
-func (l *failLimiter) fail(client string) {
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := l.slot(client, now)
-	ts := append(l.recent(key, now), now)
-	if len(ts) > maxFailures {
-		ts = ts[len(ts)-maxFailures:]
-	}
-	l.fails[key] = ts
-}
-
-// recent drops the client's failures older than the window.
-func (l *failLimiter) recent(key string, now time.Time) []time.Time {
-	ts := l.fails[key]
-	i := 0
-	for i < len(ts) && !now.Before(ts[i].Add(failWindow)) {
-		i++
-	}
-	if i == len(ts) {
-		delete(l.fails, key)
-		return nil
-	}
-	ts = ts[i:]
-	l.fails[key] = ts
-	return ts
-}
-
-func (l *failLimiter) slot(client string, now time.Time) string {
-	if _, ok := l.fails[client]; ok || len(l.fails) < maxTracked {
-		return client
-	}
-	for k := range l.fails {
-		l.recent(k, now)
-	}
-	if len(l.fails) < maxTracked {
-		return client
-	}
-	return overflowSlot
 }

@@ -41,10 +41,15 @@ func (a *api) decide(w http.ResponseWriter, r *http.Request, p principal) {
 
 // asAgent makes the call the agent's own: the token's identity, and none
 // of the fields only a trusted caller may set (grants, the active set, run
-// state other than the run's ID), whatever the gate's configuration. An
-// agent cannot approve itself by sending a grant.
+// state other than the run's ID — so no trigger, and no migration bypass),
+// whatever the gate's configuration. An agent cannot approve itself by
+// sending a grant. The conversation and userPresent it states are marked as
+// its own word (ContextAgent): the validator does not take them for the
+// user's, unless the policy trusts this agent to state them
+// (validator.trustedContext).
 func asAgent(c *portcullis.Call, agent string) {
 	c.Agent = agent
+	c.ContextSource = portcullis.ContextAgent
 	c.Grants = nil
 	c.ActiveElements = nil
 	if c.Run != nil {

@@ -139,6 +139,7 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	closed bool // the server closes the connection after the answer
 }
 
 func (r response) errorCode() portcullis.Code {
@@ -207,7 +208,7 @@ func (e *env) do(method, path, token string, body any, header ...string) respons
 		e.agentBodies = append(e.agentBodies, b)
 		e.mu.Unlock()
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b, closed: resp.Close}
 }
 
 // decide posts a call with an agent's token and decodes the Decision.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/guard"
 )
 
 // Gate is what the API needs of the decision engine; *gate.Gate satisfies
@@ -70,8 +71,9 @@ type Options struct {
 	// AllowedHosts is the allow-list of Host header values, the defence
 	// against DNS rebinding: "name" allows the name on any port,
 	// "name:port" on that port only. Empty allows the loopback names only
-	// (localhost, 127.0.0.1, ::1). A request with an Origin header must come
-	// from an allowed host too. /healthz and /readyz are not checked.
+	// (localhost, 127.0.0.1, ::1). A request with an Origin header (a
+	// browser's) must come from the gateway's own origin: the scheme, host
+	// and port of its allowed Host. /healthz and /readyz are not checked.
 	AllowedHosts []string
 	// Ready reports whether the gateway can decide (its store answers, its
 	// policy is loaded); /readyz answers 503 while it returns an error. Nil
@@ -82,6 +84,11 @@ type Options struct {
 	// Clock tells the time for the grant list and the failed-token limit.
 	// Nil is the system clock.
 	Clock portcullis.Clock
+	// Guard, when set, is the server's shared guard (Host and Origin
+	// rules, the count of wrong tokens), and AllowedHosts is not used: one
+	// `portcullis serve` gives the API, the console and the MCP endpoint
+	// the same one. Nil: the API makes its own from AllowedHosts.
+	Guard *guard.Guard
 }
 
 // DefaultWait and MaxWait bound GET /v1/decisions/{id}/wait: a server that
@@ -151,11 +158,10 @@ type api struct {
 	agentToken func(string) (string, bool)
 	human      [sha256.Size]byte // SHA-256 of the human token; compared in constant time
 	hasHuman   bool
-	hosts      []hostRule
+	gd         *guard.Guard
 	ready      func(context.Context) error
 	log        *slog.Logger
 	clock      portcullis.Clock
-	limiter    *failLimiter
 	mux        *http.ServeMux
 }
 
@@ -183,18 +189,14 @@ func New(o Options) (http.Handler, error) {
 		}
 		a.human, a.hasHuman = sha256.Sum256([]byte(o.HumanToken)), true
 	}
-	hosts := o.AllowedHosts
-	if len(hosts) == 0 {
-		hosts = []string{"localhost", "127.0.0.1", "::1"}
-	}
-	for _, h := range hosts {
-		rule, err := parseHostRule(h)
+	a.gd = o.Guard
+	if a.gd == nil {
+		g, err := guard.New(guard.Options{Hosts: o.AllowedHosts, Failures: guard.FailureOptions{Now: a.clock.Now}})
 		if err != nil {
-			return nil, fmt.Errorf("httpapi: allowed host %q: %w", h, err)
+			return nil, fmt.Errorf("httpapi: %w", err)
 		}
-		a.hosts = append(a.hosts, rule)
+		a.gd = g
 	}
-	a.limiter = newFailLimiter(a.clock)
 
 	a.mux = http.NewServeMux()
 	methods := map[string][]string{}
@@ -216,6 +218,7 @@ func New(o Options) (http.Handler, error) {
 		if !a.hostOK(w, r) {
 			return
 		}
+		guard.CloseAfter(w)
 		writeError(w, http.StatusNotFound, portcullis.CodeNotFound, "no endpoint "+r.Method+" "+r.URL.Path+"; the API is described at /v1/openapi.json")
 	})
 	return a, nil
@@ -287,6 +290,7 @@ func (a *api) methodNotAllowed(allowed []string) http.Handler {
 			return
 		}
 		w.Header().Set("Allow", allow)
+		guard.CloseAfter(w)
 		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+allow+")")
 	})
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,26 +196,70 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-// After 10 wrong tokens in a minute, a client is refused whatever it
-// sends, the right token too, until the minute passes.
-func TestWrongTokensAreRateLimited(t *testing.T) {
+// Wrong tokens are counted per client and, past ten in a row, answered
+// 429; a right token is always served, during the flood too: no process
+// can lock the agents and the people out by guessing from their address.
+func TestWrongTokensAreLimitedRightOnesServed(t *testing.T) {
 	clock := storetest.NewClock()
 	e := newEnv(t, envConfig{store: "memstore", clock: clock})
 	for i := range 10 {
-		if r := e.do("GET", "/v1/approvals", fmt.Sprintf("guess-%02d-aaaaaaaaaaaaaaaa", i), nil); r.status != http.StatusUnauthorized {
-			t.Fatalf("guess %d = %s; want 401", i, r)
+		r := e.do("GET", "/v1/approvals", fmt.Sprintf("guess-%02d-aaaaaaaaaaaaaaaa", i), nil)
+		if r.status != http.StatusUnauthorized || !r.closed {
+			t.Fatalf("guess %d = %s (connection closed: %v); want 401 and the connection closed", i, r, r.closed)
 		}
 	}
-	r := e.do("GET", "/v1/approvals", humanToken, nil)
+	r := e.do("GET", "/v1/approvals", "guess-10-aaaaaaaaaaaaaaaa", nil)
 	if r.status != http.StatusTooManyRequests || r.errorCode() != portcullis.CodeRateLimited || r.header.Get("Retry-After") == "" {
-		t.Fatalf("the right token after 10 wrong ones = %s (Retry-After %q); want 429 RATE_LIMITED with Retry-After", r, r.header.Get("Retry-After"))
+		t.Fatalf("the 11th wrong token = %s (Retry-After %q); want 429 RATE_LIMITED with Retry-After", r, r.header.Get("Retry-After"))
 	}
-	if r := e.do("POST", "/v1/decide", botToken, `{"tool": "list_elements"}`); r.status != http.StatusTooManyRequests {
-		t.Fatalf("an agent token from the limited client = %s; want 429", r)
+	// The flood goes on while the person and the agent use their tokens.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var flooded atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", e.srv.URL+"/v1/decide", strings.NewReader(`{"tool": "list_elements"}`))
+				req.Header.Set("Authorization", fmt.Sprintf("Bearer flood-%d-%d-aaaaaaaaaaaaaaaa", w, i))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusTooManyRequests {
+					flooded.Add(1)
+				}
+			}
+		}()
 	}
-	clock.Advance(61 * time.Second)
-	if r := e.do("GET", "/v1/approvals", humanToken, nil); r.status != http.StatusOK {
-		t.Fatalf("the right token a minute later = %s; want 200", r)
+	for i := range 20 {
+		if r := e.do("GET", "/v1/approvals", humanToken, nil); r.status != http.StatusOK {
+			t.Fatalf("the human token during the flood (%d) = %s; want 200", i, r)
+		}
+		if r := e.do("POST", "/v1/decide", botToken, `{"tool": "list_elements"}`); r.status != http.StatusOK {
+			t.Fatalf("an agent token during the flood (%d) = %s; want 200", i, r)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if flooded.Load() == 0 {
+		t.Fatal("no guess of the flood was answered 429")
+	}
+	// The allowance comes back one attempt at a time, not all at once.
+	clock.Advance(7 * time.Second)
+	if r := e.do("GET", "/v1/approvals", "guess-after-aaaaaaaaaaaaaaaa", nil); r.status != http.StatusUnauthorized {
+		t.Fatalf("a wrong token after the client earned one more attempt = %s; want 401", r)
+	}
+	if r := e.do("GET", "/v1/approvals", "guess-again-aaaaaaaaaaaaaaaa", nil); r.status != http.StatusTooManyRequests {
+		t.Fatalf("the next wrong token at once = %s; want 429", r)
 	}
 }
 
@@ -230,7 +276,10 @@ func TestHostAndOrigin(t *testing.T) {
 		{"rebound name without port", []string{"Host", "attacker.example"}, http.StatusForbidden},
 		{"foreign origin", []string{"Origin", "http://attacker.example"}, http.StatusForbidden},
 		{"null origin", []string{"Origin", "null"}, http.StatusForbidden},
-		{"same origin", []string{"Origin", "http://localhost:8080"}, http.StatusOK},
+		{"same origin", []string{"Host", "localhost:8080", "Origin", "http://localhost:8080"}, http.StatusOK},
+		{"same origin, trailing dot", []string{"Host", "localhost.:8080", "Origin", "http://localhost:8080"}, http.StatusOK},
+		{"another port of this host", []string{"Host", "localhost:8080", "Origin", "http://localhost:5173"}, http.StatusForbidden},
+		{"another name of this host", []string{"Host", "localhost:8080", "Origin", "http://127.0.0.1:8080"}, http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.do("GET", "/v1/approvals", humanToken, nil, tc.header...)

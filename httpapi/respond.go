@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/guard"
 )
 
 // Error codes of the HTTP layer, beside the root package's (INVALID_REQUEST,
@@ -92,16 +93,19 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 const maxSmallBody = 64 << 10
 
 // readBody reads a JSON request body of at most limit bytes. On failure it
-// has written the answer (413, 415 or 400).
+// has written the answer (413, 415 or 400) and marked the connection to be
+// closed: the rest of a body it refused is never read.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
+			guard.CloseAfter(w)
 			writeError(w, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "Content-Type "+strconv.Quote(ct)+" is not accepted: send application/json")
 			return nil, false
 		}
 	}
 	tooLarge := func() {
+		guard.CloseAfter(w)
 		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the request body is larger than the limit of %d bytes", limit))
 	}
 	if r.ContentLength > limit {
@@ -115,6 +119,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 			tooLarge()
 			return nil, false
 		}
+		guard.CloseAfter(w)
 		writeError(w, http.StatusBadRequest, portcullis.CodeInvalidRequest, "the request body could not be read")
 		return nil, false
 	}

@@ -641,12 +641,13 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 // resultDecision is the decision an MCP error result carries (the gateway
-// puts it in the structured content of a refusal).
+// puts it in the refusal's _meta["portcullis/decision"]).
 func resultDecision(res *mcp.CallToolResult) (portcullis.Decision, bool) {
-	if res.StructuredContent == nil {
+	raw, ok := res.Meta["portcullis/decision"]
+	if !ok {
 		return portcullis.Decision{}, false
 	}
-	b, err := json.Marshal(res.StructuredContent)
+	b, err := json.Marshal(raw)
 	if err != nil {
 		return portcullis.Decision{}, false
 	}

@@ -177,16 +177,9 @@ func (c *AuditCheck) Complete() bool {
 }
 
 // unrecorded says a decision's trace records that its audit row was not
-// written: a refusal says "not recorded", and an allow whose row could not
-// be written became a fail-closed deny that says "failed closed" (the
-// audit stage of package gate).
+// written (a refusal, or an allow that became a fail-closed deny).
 func unrecorded(d portcullis.Decision) bool {
-	for _, t := range d.Trace {
-		if t.Stage == "audit" && (strings.HasPrefix(t.Result, "not recorded") || strings.HasPrefix(t.Result, "failed closed")) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(d.Trace, func(t portcullis.TraceEntry) bool { return t.Has(portcullis.FactNotRecorded) })
 }
 
 // CheckAudit reads the gateway's audit log and checks the run against it:

@@ -84,7 +84,7 @@ func BenchmarkStdioAddedLatency(b *testing.B) {
 			}
 			defer direct.Close()
 			// Gateway: client → gateway → upstream, each hop over pipes.
-			gw, err := mcpgw.New(ctx, mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{{Name: "notes", Transport: func(ctx context.Context) (mcp.Transport, error) {
+			gw, err := mcpgw.New(ctx, mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{{Name: "notes", TrustAnnotations: true, Transport: func(ctx context.Context) (mcp.Transport, error) {
 				c, s := pipeTransports(b)
 				if _, err := up.server.Connect(context.Background(), s, nil); err != nil {
 					return nil, err

@@ -91,6 +91,11 @@ type Config struct {
 	// Observer is told of calls, upstream calls and restarts, and approval
 	// waits, for metrics and traces. Optional.
 	Observer Observer
+	// OneClient says the gateway serves exactly one client (the stdio
+	// wrapper): a request an upstream makes of its client before that
+	// client has initialized (server-filesystem asks for roots at once)
+	// waits for it instead of failing.
+	OneClient bool
 }
 
 // Gateway is an MCP server that gates the tools of its upstreams.
@@ -108,6 +113,7 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	tools    map[string]*toolEntry // by exposed name
+	clashes  map[string]bool       // exposed name and upstream not served, logged
 	sessions map[*mcp.ServerSession]*session
 	progress map[string]progressRoute // gateway token → client's
 
@@ -115,6 +121,10 @@ type Gateway struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	seq    uint64
+
+	// ready is closed when the first client session has initialized.
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 // session is one client session of the gateway.
@@ -170,8 +180,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		log:      cfg.Logger,
 		byName:   map[string]*upstream{},
 		tools:    map[string]*toolEntry{},
+		clashes:  map[string]bool{},
 		sessions: map[*mcp.ServerSession]*session{},
 		progress: map[string]progressRoute{},
+		ready:    make(chan struct{}),
 	}
 	single := len(cfg.Upstreams) == 1
 	for i := range cfg.Upstreams {
@@ -187,10 +199,20 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 			u.Prefix = &p
 		}
 		up := &upstream{g: g, cfg: u, tools: map[string]*toolEntry{}}
+		for _, prev := range g.ups {
+			if prev.prefix() == up.prefix() {
+				g.log.Info("two upstreams share a tool-name prefix: a name both offer is served by the first in the configuration, never the other",
+					"prefix", up.prefix(), "first", prev.cfg.Name, "second", u.Name)
+			}
+		}
 		g.ups = append(g.ups, up)
 		g.byName[u.Name] = up
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	if err := g.knownTools(ctx); err != nil {
+		g.cancel()
+		return nil, err
+	}
 
 	// Connect to every upstream before serving, so the first client's
 	// initialize sees their capabilities. A failing upstream does not
@@ -264,6 +286,7 @@ func (g *Gateway) newServer() *mcp.Server {
 		Capabilities: g.capabilities(),
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
 			g.sessionOf(req.Session, nil)
+			g.readyOnce.Do(func() { close(g.ready) })
 			// With one client (the stdio wrapper), the upstreams were
 			// started before it: if it offers roots, tell them to ask.
 			if ip := req.Session.InitializeParams(); len(g.ups) == 1 && g.sessionCount() == 1 && ip != nil && ip.Capabilities != nil && ip.Capabilities.RootsV2 != nil {

@@ -24,6 +24,9 @@ import (
 // ping, notifications) to the SDK.
 func (g *Gateway) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if err := checkParams(method, req); err != nil {
+			return nil, err
+		}
 		switch method {
 		case "tools/call":
 			return g.callTool(ctx, req.(*mcp.CallToolRequest))
@@ -57,6 +60,50 @@ func (g *Gateway) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// checkParams refuses a request whose method needs params that it does not
+// carry, and gives the list methods, whose params are optional, empty
+// ones: a client's malformed message must never reach a handler that
+// reads them (it would take the whole gateway down).
+func checkParams(method string, req mcp.Request) error {
+	missing := false
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		missing = r.Params == nil
+	case *mcp.GetPromptRequest:
+		missing = r.Params == nil
+	case *mcp.ReadResourceRequest:
+		missing = r.Params == nil
+	case *mcp.CompleteRequest:
+		missing = r.Params == nil
+	case *mcp.SubscribeRequest:
+		missing = r.Params == nil
+	case *mcp.UnsubscribeRequest:
+		missing = r.Params == nil
+	case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
+		missing = r.Params == nil
+	case *mcp.ListPromptsRequest:
+		if r.Params == nil {
+			r.Params = &mcp.ListPromptsParams{}
+		}
+	case *mcp.ListResourcesRequest:
+		if r.Params == nil {
+			r.Params = &mcp.ListResourcesParams{}
+		}
+	case *mcp.ListResourceTemplatesRequest:
+		if r.Params == nil {
+			r.Params = &mcp.ListResourceTemplatesParams{}
+		}
+	case *mcp.ListToolsRequest:
+		if r.Params == nil {
+			r.Params = &mcp.ListToolsParams{}
+		}
+	}
+	if missing {
+		return invalidParams(method + " without params")
+	}
+	return nil
 }
 
 // listTools lists the tools of every upstream as pinned, without those
@@ -95,7 +142,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (_ *mc
 		}
 		end(result, err)
 	}()
-	call := portcullis.Call{Tool: p.Name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent}
+	call := portcullis.Call{Tool: p.Name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent, ContextSource: portcullis.ContextOperator}
 	args, err := decodeArgs(p.Arguments)
 	if err != nil {
 		// Not an object: nothing to decide on. The call is refused and
@@ -211,6 +258,7 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.
 		}
 		return errorResult(fmt.Sprintf("Upstream %q failed the call to %q: %v", e.up.cfg.Name, p.Name, err), nil), nil
 	}
+	stripOwnMeta(res)
 	return res, nil
 }
 
@@ -262,16 +310,63 @@ func (g *Gateway) forwardProgress(ctx context.Context, p *mcp.ProgressNotificati
 	}
 }
 
+// DecisionMeta is the _meta key under which a refusal result carries
+// Portcullis's decision. A refusal never carries structuredContent: a
+// client validates that against the tool's outputSchema even when isError
+// is set (the TypeScript SDK does), and a decision is no tool's output.
+// Results from upstreams are stripped of every _meta key with the
+// "portcullis/" prefix, so this key always comes from the gateway.
+const DecisionMeta = "portcullis/decision"
+
+// metaPrefix is the _meta namespace the gateway owns.
+const metaPrefix = "portcullis/"
+
 // errorResult is a tool result with isError set: the model reads text; a
-// program reads the decision in structuredContent.
+// program reads the decision in _meta["portcullis/decision"].
 func errorResult(text string, d *portcullis.Decision) *mcp.CallToolResult {
 	r := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 	if d != nil {
 		if b, err := json.Marshal(d); err == nil {
-			r.StructuredContent = json.RawMessage(b)
+			r.Meta = mcp.Meta{DecisionMeta: json.RawMessage(b)}
 		}
 	}
 	return r
+}
+
+// stripOwnMeta removes the _meta keys in the gateway's namespace from an
+// upstream's result (and its content blocks), so an upstream cannot pass
+// off its words as a Portcullis decision.
+func stripOwnMeta(r *mcp.CallToolResult) {
+	if r == nil {
+		return
+	}
+	r.Meta = withoutOwnKeys(r.Meta)
+	for _, c := range r.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			c.Meta = withoutOwnKeys(c.Meta)
+		case *mcp.ImageContent:
+			c.Meta = withoutOwnKeys(c.Meta)
+		case *mcp.AudioContent:
+			c.Meta = withoutOwnKeys(c.Meta)
+		case *mcp.ResourceLink:
+			c.Meta = withoutOwnKeys(c.Meta)
+		case *mcp.EmbeddedResource:
+			c.Meta = withoutOwnKeys(c.Meta)
+			if c.Resource != nil {
+				c.Resource.Meta = withoutOwnKeys(c.Resource.Meta)
+			}
+		}
+	}
+}
+
+func withoutOwnKeys(m mcp.Meta) mcp.Meta {
+	for k := range m {
+		if strings.HasPrefix(strings.ToLower(k), metaPrefix) {
+			delete(m, k)
+		}
+	}
+	return m
 }
 
 // denyResult tells the model what was refused, why, and what would
@@ -384,7 +479,11 @@ func hasResources(c *mcp.ServerCapabilities) bool { return c.Resources != nil }
 
 func (g *Gateway) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
-	next, err := g.page(ctx, req.Params.Cursor, hasPrompts, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
+	var from string // a client may leave out a list's params
+	if req.Params != nil {
+		from = req.Params.Cursor
+	}
+	next, err := g.page(ctx, from, hasPrompts, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
 		r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
 		if err != nil {
 			return "", err
@@ -435,7 +534,11 @@ func (g *Gateway) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mc
 
 func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-	next, err := g.page(ctx, req.Params.Cursor, hasResources, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
+	var from string // a client may leave out a list's params
+	if req.Params != nil {
+		from = req.Params.Cursor
+	}
+	next, err := g.page(ctx, from, hasResources, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
 		r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: c})
 		if err != nil {
 			return "", err
@@ -449,7 +552,11 @@ func (g *Gateway) listResources(ctx context.Context, req *mcp.ListResourcesReque
 
 func (g *Gateway) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
-	next, err := g.page(ctx, req.Params.Cursor, hasResources, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
+	var from string // a client may leave out a list's params
+	if req.Params != nil {
+		from = req.Params.Cursor
+	}
+	next, err := g.page(ctx, from, hasResources, func(up *upstream, cs *mcp.ClientSession, c string) (string, error) {
 		r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
 		if err != nil {
 			return "", err

@@ -3,6 +3,7 @@ package mcpgw_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type notes struct {
 	dials           atomic.Int32
 	// roots receives the client roots the server learned.
 	roots chan []string
+	// refuse makes every later connection attempt fail (the upstream
+	// stays down).
+	refuse atomic.Bool
 }
 
 func boolp(b bool) *bool { return &b }
@@ -128,9 +132,14 @@ func (n *notes) count(tool string) int {
 	return n.calls[tool]
 }
 
+// upstream is the notes server as an upstream whose annotations the
+// operator trusts: its read-only tools are classified READ.
 func (n *notes) upstream(name string) mcpgw.Upstream {
-	return mcpgw.Upstream{Name: name, Transport: func(ctx context.Context) (mcp.Transport, error) {
+	return mcpgw.Upstream{Name: name, TrustAnnotations: true, Transport: func(ctx context.Context) (mcp.Transport, error) {
 		n.dials.Add(1)
+		if n.refuse.Load() {
+			return nil, errors.New("upstream refuses connections")
+		}
 		ct, st := mcp.NewInMemoryTransports()
 		ss, err := n.server.Connect(context.Background(), st, nil)
 		if err != nil {
@@ -265,13 +274,16 @@ func text(r *mcp.CallToolResult) string {
 
 func decisionOf(t *testing.T, r *mcp.CallToolResult) portcullis.Decision {
 	t.Helper()
-	b, err := json.Marshal(r.StructuredContent)
+	if r.StructuredContent != nil {
+		t.Fatalf("a refusal carries structuredContent %v; a client would validate it against the tool's outputSchema", r.StructuredContent)
+	}
+	b, err := json.Marshal(r.Meta[mcpgw.DecisionMeta])
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d portcullis.Decision
 	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("structuredContent is not a decision: %s", b)
+		t.Fatalf("_meta[%q] is not a decision: %s", mcpgw.DecisionMeta, b)
 	}
 	return d
 }

@@ -40,6 +40,15 @@ type Upstream struct {
 	// Transport, when set, connects to the upstream instead (tests, and
 	// embedding a Go server in process).
 	Transport func(ctx context.Context) (mcp.Transport, error)
+	// Roots, when set, answer the upstream's roots/list (file:// URIs)
+	// instead of a client session's roots.
+	Roots []string
+	// TrustAnnotations makes the upstream's MCP tool annotations classify
+	// the tools the policy does not name (readOnlyHint → READ,
+	// destructiveHint → DELETE, otherwise UPDATE). By default they are the
+	// server's own claims: they may make a tool stricter, never looser,
+	// and an unnamed tool gets the policy's unknownTools level.
+	TrustAnnotations bool
 }
 
 func (u *Upstream) check() error {
@@ -112,6 +121,13 @@ type upstream struct {
 	// uris maps resource URIs the upstream listed to it.
 	restarts int
 	closed   bool
+	// setPinned says the upstream's tool set was pinned (in the store,
+	// by this process or an earlier one): a tool without a pin of its
+	// own is new.
+	setPinned bool
+
+	// syncMu serializes listing the upstream's tools.
+	syncMu sync.Mutex
 }
 
 // toolEntry is one upstream tool as the gateway offers it.
@@ -298,19 +314,12 @@ func (u *upstream) newClient() *mcp.Client {
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			g.forwardProgress(ctx, req.Params)
 		},
+		// Requests to the client are decided and audited (upreq.go).
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			ss, err := g.ownerOf(u)
-			if err != nil {
-				return nil, err
-			}
-			return ss.CreateMessage(ctx, req.Params)
+			return g.upstreamSampling(ctx, u, req)
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ss, err := g.ownerOf(u)
-			if err != nil {
-				return nil, err
-			}
-			return ss.Elicit(ctx, req.Params)
+			return g.upstreamElicit(ctx, u, req)
 		},
 		ElicitationCompleteHandler: func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
 			if ss, err := g.ownerOf(u); err == nil {
@@ -327,46 +336,90 @@ func (u *upstream) newClient() *mcp.Client {
 		return next
 	})
 	// roots/list is answered by the SDK from the client's own roots; the
-	// gateway asks its client instead.
+	// gateway decides it and answers from the configuration or its client
+	// instead.
 	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "roots/list" {
 				return next(ctx, method, req)
 			}
-			ss, err := g.ownerOf(u)
-			if err != nil {
-				return nil, err
-			}
-			return ss.ListRoots(ctx, &mcp.ListRootsParams{})
+			return g.upstreamRoots(ctx, u)
 		}
 	})
 	return c
 }
 
 // syncTools lists the upstream's tools, pins each on first sight, marks
-// those whose definition differs from the pin, and tells clients when the
-// list they see changed.
+// those whose definition differs from the pin (or that are new since the
+// upstream's tool set was pinned), and tells clients when the list they
+// see changed.
 func (u *upstream) syncTools(ctx context.Context) error {
+	u.syncMu.Lock()
+	defer u.syncMu.Unlock()
 	cs, err := u.client()
 	if err != nil {
 		return err
 	}
 	if ir := u.initResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools == nil {
+		u.g.install(u, map[string]*toolEntry{})
 		return nil
+	}
+	setPinned, err := u.toolSetPinned(ctx)
+	if err != nil {
+		return err
 	}
 	fresh := map[string]*toolEntry{}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return err
 		}
-		e, err := u.entry(ctx, t)
+		if t.Name == portcullis.ToolSetPin {
+			u.g.log.Warn("upstream offers a tool whose name the gateway reserves; it is not served", "upstream", u.cfg.Name, "tool", t.Name)
+			continue
+		}
+		e, err := u.entry(ctx, t, setPinned)
 		if err != nil {
 			return err
 		}
 		fresh[t.Name] = e
 	}
+	if !setPinned {
+		now := u.g.cfg.Clock.Now()
+		if err := u.g.cfg.Store.PutToolPin(ctx, portcullis.ToolPin{Upstream: u.cfg.Name, Tool: portcullis.ToolSetPin, Hash: portcullis.ToolSetHash,
+			Definition: json.RawMessage(`{}`), FirstSeen: now, UpdatedAt: now}); err != nil {
+			return fmt.Errorf("pin the tool set: %w", err)
+		}
+		u.mu.Lock()
+		u.setPinned = true
+		u.mu.Unlock()
+	}
 	u.g.install(u, fresh)
 	return nil
+}
+
+// toolSetPinned says whether the upstream's tool set was pinned: its
+// tool-set pin, or any pin of one of its tools (a store written before
+// tool-set pins existed), is in the store.
+func (u *upstream) toolSetPinned(ctx context.Context) (bool, error) {
+	u.mu.Lock()
+	done := u.setPinned
+	u.mu.Unlock()
+	if done {
+		return true, nil
+	}
+	pins, err := u.g.cfg.Store.ToolPins(ctx)
+	if err != nil {
+		return false, fmt.Errorf("tool pins: %w", err)
+	}
+	for _, p := range pins {
+		if p.Upstream == u.cfg.Name {
+			u.mu.Lock()
+			u.setPinned = true
+			u.mu.Unlock()
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // definition is the part of a tool a pin covers, as canonical JSON: its
@@ -397,8 +450,10 @@ func definition(t *mcp.Tool) (json.RawMessage, string, error) {
 }
 
 // entry pins a tool (or checks it against its pin) and builds what the
-// gateway offers of it.
-func (u *upstream) entry(ctx context.Context, t *mcp.Tool) (*toolEntry, error) {
+// gateway offers of it. A tool first seen after the upstream's tool set
+// was pinned is pinned unaccepted: a stand-in definition, and its own
+// waiting for a person.
+func (u *upstream) entry(ctx context.Context, t *mcp.Tool, setPinned bool) (*toolEntry, error) {
 	def, hash, err := definition(t)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
@@ -410,6 +465,23 @@ func (u *upstream) entry(ctx context.Context, t *mcp.Tool) (*toolEntry, error) {
 	}
 	now := u.g.cfg.Clock.Now()
 	switch {
+	case !ok && setPinned:
+		standIn, err := u.standIn(t.Name)
+		if err != nil {
+			return nil, err
+		}
+		pin = portcullis.ToolPin{Upstream: u.cfg.Name, Tool: t.Name, Hash: portcullis.UnacceptedHash, Definition: standIn,
+			PendingHash: hash, PendingDefinition: def, FirstSeen: now, UpdatedAt: now}
+		if err := st.PutToolPin(ctx, pin); err != nil {
+			return nil, fmt.Errorf("tool %q: pin: %w", t.Name, err)
+		}
+		u.g.log.Warn("new tool offered after the upstream's tools were pinned; calls are held until a person accepts it", "upstream", u.cfg.Name, "tool", t.Name)
+		if n := u.g.cfg.Notifier; n != nil {
+			_ = n.Notify(ctx, portcullis.Notice{
+				Kind: portcullis.NoticeToolChange, Tool: u.cfg.Name + "/" + t.Name,
+				Reason: fmt.Sprintf("Upstream %q offers a new tool %q, first seen after its tools were pinned; calls to it are held at CONFIRM_SINGLE_USE until a person accepts it (portcullis tools accept %s %s)", u.cfg.Name, t.Name, u.cfg.Name, t.Name),
+			})
+		}
 	case !ok:
 		pin = portcullis.ToolPin{Upstream: u.cfg.Name, Tool: t.Name, Hash: hash, Definition: def, FirstSeen: now, UpdatedAt: now}
 		if err := st.PutToolPin(ctx, pin); err != nil {
@@ -439,6 +511,20 @@ func (u *upstream) entry(ctx context.Context, t *mcp.Tool) (*toolEntry, error) {
 	return u.entryFromPin(t.Name, pin, t)
 }
 
+// standIn is the definition clients see of a new tool no person has
+// accepted: no description, schema or annotations of the server's reach
+// the model before a person has read them.
+func (u *upstream) standIn(name string) (json.RawMessage, error) {
+	b, err := json.Marshal(map[string]any{
+		"description": fmt.Sprintf("A tool upstream %q first offered after its tools were pinned. No person has accepted it yet: every call is held for a person until one does.", u.cfg.Name),
+		"inputSchema": map[string]any{"type": "object"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: stand-in definition: %w", name, err)
+	}
+	return b, nil
+}
+
 // entryFromPin builds a tool entry from its pin: the classification and
 // the definition clients see come from the accepted definition.
 func (u *upstream) entryFromPin(name string, pin portcullis.ToolPin, current *mcp.Tool) (*toolEntry, error) {
@@ -451,10 +537,10 @@ func (u *upstream) entryFromPin(name string, pin portcullis.ToolPin, current *mc
 	}
 	exposed := u.prefix() + name
 	shown.Name = exposed
-	if current != nil {
+	if current != nil && !pin.Unaccepted() {
 		shown.Meta, shown.Icons = current.Meta, current.Icons
 	}
-	info := portcullis.UpstreamTool{Server: u.cfg.Name, Offered: true, Changed: pin.PendingHash != ""}
+	info := portcullis.UpstreamTool{Server: u.cfg.Name, Offered: true, Changed: pin.PendingHash != "", New: pin.Unaccepted(), Trusted: u.cfg.TrustAnnotations}
 	if a := shown.Annotations; a != nil {
 		info.Annotated = true
 		info.ReadOnly = a.ReadOnlyHint
@@ -468,32 +554,83 @@ func (u *upstream) entryFromPin(name string, pin portcullis.ToolPin, current *mc
 // the clients when what they see changed.
 func (g *Gateway) install(u *upstream, fresh map[string]*toolEntry) {
 	g.mu.Lock()
-	changed := len(fresh) != len(u.tools)
-	for name, old := range u.tools {
-		nu, ok := fresh[name]
-		if !ok || nu.info != old.info || !sameShown(nu.shown, old.shown) {
-			changed = true
-		}
-		if g.tools[old.exposed] == old {
-			delete(g.tools, old.exposed)
-		}
-	}
-	for _, e := range fresh {
-		if prev, clash := g.tools[e.exposed]; clash && prev.up != u {
-			g.log.Warn("two upstreams offer a tool of the same name; the first keeps it", "tool", e.exposed, "kept", prev.up.cfg.Name, "dropped", u.cfg.Name)
-			continue
-		}
-		g.tools[e.exposed] = e
-	}
 	u.mu.Lock()
 	u.tools = fresh
 	u.mu.Unlock()
+	before := g.tools
+	g.tools = g.owners()
+	changed := len(before) != len(g.tools)
+	for name, e := range g.tools {
+		if old, ok := before[name]; !ok || old.up != e.up || old.info != e.info || !sameShown(old.shown, e.shown) {
+			changed = true
+		}
+	}
 	g.mu.Unlock()
 	if changed && g.server != nil {
 		g.broadcast(g.ctx, "notifications/tools/list_changed", func(ss *mcp.ServerSession) mcp.Request {
 			return &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: ss, Params: &mcp.ToolListChangedParams{}}
 		}, nil)
 	}
+}
+
+// owners builds the table of the tools the gateway serves, by exposed
+// name. Which upstream serves a name is the configuration's decision,
+// never the order in which upstreams connected: the first upstream in the
+// configuration that offers the name owns it, and an upstream that is
+// down keeps the tools it last offered (or, if it has not connected since
+// the gateway started, those pinned for it), so a call never goes to
+// another upstream while the owner is down. The others' tools of that
+// name are never served. Called with g.mu held.
+func (g *Gateway) owners() map[string]*toolEntry {
+	out := map[string]*toolEntry{}
+	for _, u := range g.ups {
+		u.mu.Lock()
+		for _, e := range u.tools {
+			prev, clash := out[e.exposed]
+			if !clash {
+				out[e.exposed] = e
+				continue
+			}
+			key := e.exposed + "\x00" + u.cfg.Name
+			if !g.clashes[key] {
+				g.clashes[key] = true
+				g.log.Warn("two upstreams offer a tool of the same name; the one first in the configuration serves it, the other's is never served",
+					"tool", e.exposed, "served by", prev.up.cfg.Name, "not served", u.cfg.Name)
+			}
+		}
+		u.mu.Unlock()
+	}
+	return out
+}
+
+// knownTools fills the tables of upstreams that have not connected with
+// the tools pinned for them, so that the names they offered stay theirs
+// while they are down.
+func (g *Gateway) knownTools(ctx context.Context) error {
+	pins, err := g.cfg.Store.ToolPins(ctx)
+	if err != nil {
+		return fmt.Errorf("mcpgw: read tool pins: %w", err)
+	}
+	for _, u := range g.ups {
+		known := map[string]*toolEntry{}
+		for _, p := range pins {
+			if p.Upstream != u.cfg.Name || p.IsToolSet() {
+				continue
+			}
+			e, err := u.entryFromPin(p.Tool, p, nil)
+			if err != nil {
+				return fmt.Errorf("mcpgw: upstream %q: %w", u.cfg.Name, err)
+			}
+			known[p.Tool] = e
+		}
+		u.mu.Lock()
+		u.tools = known
+		u.mu.Unlock()
+	}
+	g.mu.Lock()
+	g.tools = g.owners()
+	g.mu.Unlock()
+	return nil
 }
 
 func sameShown(a, b *mcp.Tool) bool {
@@ -554,7 +691,9 @@ func (g *Gateway) reloadPins(c portcullis.Change) {
 			if err != nil {
 				continue
 			}
-			ne.shown.Meta, ne.shown.Icons = e.shown.Meta, e.shown.Icons
+			if !pin.Unaccepted() {
+				ne.shown.Meta, ne.shown.Icons = e.shown.Meta, e.shown.Icons
+			}
 			entries[name] = ne
 			touched = true
 		}

@@ -30,6 +30,7 @@ type Store struct {
 	runs       map[string]portcullis.RunState
 	denials    map[string]map[string]int
 	pins       map[string]portcullis.ToolPin
+	refusals   map[refusalKey]struct{} // caps reached since the last request recorded
 	audit      []auditRow
 	checkpoint *portcullis.AuditCheckpoint
 	watchers   map[*watcher]struct{}
@@ -53,6 +54,7 @@ func New(clock portcullis.Clock) *Store {
 		runs:       map[string]portcullis.RunState{},
 		denials:    map[string]map[string]int{},
 		pins:       map[string]portcullis.ToolPin{},
+		refusals:   map[refusalKey]struct{}{},
 		watchers:   map[*watcher]struct{}{},
 	}
 }
@@ -144,6 +146,92 @@ func (s *Store) CreateApproval(ctx context.Context, a portcullis.Approval) error
 	s.approvals[a.ID] = a
 	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeApproval, ID: a.ID})
 	return nil
+}
+
+// refusalKey names a cap that refused a request: an agent's (session
+// empty) or a session's.
+type refusalKey struct {
+	scope          portcullis.PendingScope
+	agent, session string
+}
+
+// CreateApprovalWithin records a pending approval request unless the
+// agent or its session has as many pending, unexpired requests as lim
+// allows. Counting and recording happen under one lock.
+func (s *Store) CreateApprovalWithin(ctx context.Context, a portcullis.Approval, lim portcullis.PendingLimit) (portcullis.Admission, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.Admission{}, err
+	}
+	if a.ID == "" {
+		return portcullis.Admission{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval: missing id")
+	}
+	switch a.Status {
+	case "":
+		a.Status = portcullis.ApprovalPending
+	case portcullis.ApprovalPending:
+	default:
+		return portcullis.Admission{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval %q: status %q (want pending)", a.ID, a.Status)
+	}
+	now := s.clock.Now()
+	agent, session := a.Call.Agent, a.Call.Session
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.approvals[a.ID]; dup {
+		return portcullis.Admission{}, portcullis.Errorf(portcullis.CodeConflict, "create approval: id %q exists", a.ID)
+	}
+	var byAgent, bySession int
+	for _, p := range s.approvals {
+		if p.Call.Agent != agent || expire(p, now).Status != portcullis.ApprovalPending {
+			continue
+		}
+		byAgent++
+		if p.Call.Session == session {
+			bySession++
+		}
+	}
+	refuse := func(scope portcullis.PendingScope, n int) (portcullis.Admission, error) {
+		k := refusalKey{scope: scope, agent: agent}
+		if scope == portcullis.PendingScopeSession {
+			k.session = session
+		}
+		_, seen := s.refusals[k]
+		s.refusals[k] = struct{}{}
+		return portcullis.Admission{Scope: scope, Pending: n, Notify: !seen}, nil
+	}
+	switch {
+	case lim.PerAgent > 0 && byAgent >= lim.PerAgent:
+		return refuse(portcullis.PendingScopeAgent, byAgent)
+	case lim.PerSession > 0 && bySession >= lim.PerSession:
+		return refuse(portcullis.PendingScopeSession, bySession)
+	}
+	delete(s.refusals, refusalKey{scope: portcullis.PendingScopeAgent, agent: agent})
+	delete(s.refusals, refusalKey{scope: portcullis.PendingScopeSession, agent: agent, session: session})
+	s.approvals[a.ID] = a
+	s.publishLocked(portcullis.Change{Kind: portcullis.ChangeApproval, ID: a.ID})
+	return portcullis.Admission{Created: true}, nil
+}
+
+// PendingCounts counts the pending, unexpired requests of each agent,
+// most first.
+func (s *Store) PendingCounts(ctx context.Context) ([]portcullis.PendingCount, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	s.mu.Lock()
+	n := map[string]int{}
+	for _, a := range s.approvals {
+		if expire(a, now).Status == portcullis.ApprovalPending {
+			n[a.Call.Agent]++
+		}
+	}
+	s.mu.Unlock()
+	out := make([]portcullis.PendingCount, 0, len(n))
+	for agent, c := range n {
+		out = append(out, portcullis.PendingCount{Agent: agent, Pending: c})
+	}
+	portcullis.SortPendingCounts(out)
+	return out, nil
 }
 
 // Approval returns an approval request; a pending one past its expiry is
@@ -603,7 +691,12 @@ func (s *Store) ScanAudit(ctx context.Context, afterSeq int64, fn func(portculli
 	rows := make([]portcullis.AuditRecord, 0, len(s.audit))
 	for _, r := range s.audit {
 		if r.rec.Seq > afterSeq {
-			rows = append(rows, r.rec)
+			// The queries filter on the event as appended: those are
+			// this store's copied columns.
+			rec := r.rec
+			c := portcullis.ColumnsOf(&r.ev)
+			rec.Columns = &c
+			rows = append(rows, rec)
 		}
 	}
 	s.mu.Unlock()

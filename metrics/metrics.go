@@ -2,7 +2,7 @@
 // outcome, level, code, deciding stage and tool, with their latency (whole
 // pipeline and per stage); validator calls; approval waits and pending
 // approvals; active blocks; store operations; upstream MCP calls and
-// restarts; policy reloads.
+// restarts; policy reloads; audit witnesses' lag.
 //
 // It is an adapter: it imports the root package and
 // github.com/prometheus/client_golang only. A *Metrics is a
@@ -58,6 +58,7 @@ type Metrics struct {
 	decisionSeconds  *prometheus.HistogramVec
 	stageSeconds     *prometheus.HistogramVec
 	validatorCalls   *prometheus.CounterVec
+	validatorBudget  *prometheus.CounterVec
 	validatorSeconds *prometheus.HistogramVec
 	approvalWait     *prometheus.HistogramVec
 	storeOps         *prometheus.HistogramVec
@@ -70,6 +71,10 @@ type Metrics struct {
 	reloads          prometheus.Counter
 	reloadFailures   prometheus.Counter
 	policyLoaded     prometheus.Gauge
+	authFailures     *prometheus.CounterVec
+	witnessLag       *prometheus.GaugeVec
+	witnessKept      *prometheus.GaugeVec
+	witnessFailures  *prometheus.CounterVec
 
 	// The histograms of the known stages and outcomes, looked up once
 	// (a decision observes five or six of them).
@@ -118,6 +123,10 @@ func New(o Options) *Metrics {
 			Name: "portcullis_validator_calls_total",
 			Help: "Validator verdicts by verdict (allow, deny, migration-bypass), provider, cache hit and fail-closed.",
 		}, []string{"verdict", "provider", "cached", "fail_closed"}),
+		validatorBudget: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_validator_budget_refusals_total",
+			Help: "Calls denied because the agent's budget of validator calls was spent, by provider.",
+		}, []string{"provider"}),
 		validatorSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "portcullis_validator_duration_seconds", Help: "How long the validator took to answer, by provider and cache hit.",
 			Buckets: ioBuckets,
@@ -158,10 +167,24 @@ func New(o Options) *Metrics {
 		policyLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "portcullis_policy_loaded_timestamp_seconds", Help: "When the policy in force was loaded (Unix time).",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_auth_failures_total",
+			Help: "Wrong credentials presented to serve, by entry (api, mcp, console) and whether the client had used up its allowance and was answered 429.",
+		}, []string{"entry", "limited"}),
+		witnessLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "portcullis_audit_witness_lag_rows", Help: "Audit rows appended since the newest head the witness kept.",
+		}, []string{"witness"}),
+		witnessKept: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "portcullis_audit_witness_last_kept_timestamp_seconds", Help: "When the witness last kept a head of the audit chain (Unix time; 0: never).",
+		}, []string{"witness"}),
+		witnessFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_audit_witness_failures_total", Help: "Rounds in which a witness did not keep the audit chain's head.",
+		}, []string{"witness"}),
 	}
-	reg.MustRegister(m.decisions, m.decisionSeconds, m.stageSeconds, m.validatorCalls, m.validatorSeconds,
+	reg.MustRegister(m.decisions, m.decisionSeconds, m.stageSeconds, m.validatorCalls, m.validatorBudget, m.validatorSeconds,
 		m.approvalWait, m.storeOps, m.storeErrors, m.mcpCalls, m.upstreamCalls, m.upstreamErrors,
-		m.upstreamSeconds, m.upstreamRestarts, m.reloads, m.reloadFailures, m.policyLoaded)
+		m.upstreamSeconds, m.upstreamRestarts, m.reloads, m.reloadFailures, m.policyLoaded, m.authFailures,
+		m.witnessLag, m.witnessKept, m.witnessFailures)
 	m.stageObs = make(map[string]prometheus.Observer, len(stages))
 	for _, s := range stages {
 		m.stageObs[s] = m.stageSeconds.WithLabelValues(s)
@@ -214,6 +237,9 @@ func (m *Metrics) ObserveDecision(_ context.Context, ev *portcullis.DecisionEven
 	if v := ev.Validator; v != nil {
 		cached := strconv.FormatBool(v.Cached)
 		m.validatorCalls.WithLabelValues(v.Verdict, v.Provider, cached, strconv.FormatBool(v.FailClosed)).Inc()
+		if v.OverBudget {
+			m.validatorBudget.WithLabelValues(v.Provider).Inc()
+		}
 		if v.Verdict != "migration-bypass" {
 			m.validatorSeconds.WithLabelValues(v.Provider, cached).Observe(time.Duration(v.LatencyNS).Seconds())
 		}
@@ -260,8 +286,32 @@ func (m *Metrics) PolicyLoaded(at time.Time, reload bool) {
 	m.policyLoaded.Set(float64(at.UnixNano()) / 1e9)
 }
 
+// ObserveWitness records an audit witness's state after a round of
+// publishing: how many rows it lags, when it last kept a head, and whether
+// this round failed. The witness label is its configured name (the
+// configuration bounds the series).
+func (m *Metrics) ObserveWitness(witness string, lagRows int64, lastKept time.Time, failed bool) {
+	m.witnessLag.WithLabelValues(witness).Set(float64(lagRows))
+	kept := 0.0
+	if !lastKept.IsZero() {
+		kept = float64(lastKept.UnixNano()) / 1e9
+	}
+	m.witnessKept.WithLabelValues(witness).Set(kept)
+	if failed {
+		m.witnessFailures.WithLabelValues(witness).Inc()
+	} else {
+		m.witnessFailures.WithLabelValues(witness).Add(0)
+	}
+}
+
 // PolicyReloadFailed counts a changed policy file that was rejected.
 func (m *Metrics) PolicyReloadFailed() { m.reloadFailures.Inc() }
+
+// AuthFailure counts a wrong credential presented at entry ("api", "mcp",
+// "console"); limited: the client had used up its allowance.
+func (m *Metrics) AuthFailure(entry string, limited bool) {
+	m.authFailures.WithLabelValues(entry, strconv.FormatBool(limited)).Inc()
+}
 
 // maxPending bounds how many pending approvals a scrape reads.
 const maxPending = 10000

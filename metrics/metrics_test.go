@@ -40,9 +40,12 @@ elements:
 `
 
 // model is the fake language model: it allows, or fails closed.
-type model struct{ fail bool }
+type model struct{ fail, overBudget bool }
 
 func (m model) Validate(_ context.Context, _ portcullis.ValidationRequest) (portcullis.Verdict, error) {
+	if m.overBudget {
+		return portcullis.Verdict{FailClosed: true, OverBudget: true, Reasoning: "the validator's budget for agent \"a\" is spent", Provider: "fake", Model: "m"}, nil
+	}
 	if m.fail {
 		return portcullis.Verdict{FailClosed: true, Reasoning: "timeout", Provider: "fake", Model: "m", Latency: time.Second}, nil
 	}
@@ -113,6 +116,14 @@ func TestScrapeAfterDecisions(t *testing.T) {
 	if d, _ := g2.Decide(ctx, portcullis.Call{Tool: "send_email", Args: map[string]any{"to": "y"}}); !d.FailClosed {
 		t.Fatalf("Decide(send_email) with a failing validator = %+v; want fail closed", d)
 	}
+	// A validator whose budget for the agent is spent.
+	g4, err := gate.New(pol, gate.WithObserver(m), gate.WithValidator(model{overBudget: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := g4.Decide(ctx, portcullis.Call{Tool: "send_email", Agent: "a", Args: map[string]any{"to": "z"}}); !d.FailClosed {
+		t.Fatalf("Decide(send_email) over the validator's budget = %+v; want fail closed", d)
+	}
 	// A store that fails: the decision fails closed and the error counts.
 	g3, err := gate.New(pol, gate.WithStore(m.Store(brokenBlocks{memstore.New(nil)})), gate.WithObserver(m))
 	if err != nil {
@@ -141,14 +152,15 @@ func TestScrapeAfterDecisions(t *testing.T) {
 		`portcullis_decisions_total{code="CONFIRMATION_REQUIRED",level="CONFIRM_SINGLE_USE",outcome="confirm",stage="confirmation",tool="delete_element"} 1`,
 		`portcullis_decisions_total{code="CONFIRMATION_REQUIRED",level="CONFIRM_SINGLE_USE",outcome="confirm",stage="confirmation",tool="other"} 2`,
 		`portcullis_decisions_total{code="CONFIRMATION_REQUIRED",level="CONFIRM_SESSION",outcome="confirm",stage="confirmation",tool="send_email"} 1`,
-		`portcullis_decisions_total{code="FAIL_CLOSED",level="DENY",outcome="deny",stage="validator",tool="send_email"} 1`,
+		`portcullis_decisions_total{code="FAIL_CLOSED",level="DENY",outcome="deny",stage="validator",tool="send_email"} 2`,
 		`portcullis_decisions_total{code="DANGER_ZONE",level="DENY",outcome="stop",stage="danger_zone",tool="list_elements"} 1`,
 		`portcullis_decision_duration_seconds_count{outcome="allow"} 2`,
-		`portcullis_stage_duration_seconds_count{stage="route"} 8`,
+		`portcullis_stage_duration_seconds_count{stage="route"} 9`,
 		`portcullis_stage_duration_seconds_count{stage="audit"} 8`,
-		`portcullis_stage_duration_seconds_count{stage="validator"} 2`,
+		`portcullis_stage_duration_seconds_count{stage="validator"} 3`,
 		`portcullis_validator_calls_total{cached="true",fail_closed="false",provider="fake",verdict="allow"} 1`,
-		`portcullis_validator_calls_total{cached="false",fail_closed="true",provider="fake",verdict="deny"} 1`,
+		`portcullis_validator_calls_total{cached="false",fail_closed="true",provider="fake",verdict="deny"} 2`,
+		`portcullis_validator_budget_refusals_total{provider="fake"} 1`,
 		`portcullis_validator_duration_seconds_count{cached="true",provider="fake"} 1`,
 		`portcullis_approvals_pending 4`,
 		`portcullis_blocks_active 1`,

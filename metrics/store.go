@@ -70,6 +70,14 @@ func (s *store) CreateApproval(ctx context.Context, a portcullis.Approval) error
 	return timed0(s, "create_approval", func() error { return s.st.CreateApproval(ctx, a) })
 }
 
+func (s *store) CreateApprovalWithin(ctx context.Context, a portcullis.Approval, lim portcullis.PendingLimit) (portcullis.Admission, error) {
+	return timed(s, "create_approval", func() (portcullis.Admission, error) { return s.st.CreateApprovalWithin(ctx, a, lim) })
+}
+
+func (s *store) PendingCounts(ctx context.Context) ([]portcullis.PendingCount, error) {
+	return timed(s, "pending_counts", func() ([]portcullis.PendingCount, error) { return s.st.PendingCounts(ctx) })
+}
+
 func (s *store) Approval(ctx context.Context, id string) (portcullis.Approval, error) {
 	return timed(s, "approval", func() (portcullis.Approval, error) { return s.st.Approval(ctx, id) })
 }

@@ -187,6 +187,12 @@ func desktopText(n portcullis.Notice) (subtitle string, lines []string) {
 			subtitle += " (agent " + clean(n.Agent) + ")"
 		}
 		lines = append(lines, clean(n.Reason))
+	case portcullis.NoticePendingLimit:
+		subtitle = "Too many requests waiting"
+		if n.Agent != "" {
+			subtitle += " (agent " + clean(n.Agent) + ")"
+		}
+		lines = append(lines, clean(n.Reason))
 	default:
 		subtitle = clean(string(n.Kind))
 		lines = append(lines, clean(n.Reason))

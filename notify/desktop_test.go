@@ -73,10 +73,17 @@ func TestDesktopNotifySend(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeDesktop(t, d)
+	if err := d.Notify(context.Background(), portcullis.Notice{Kind: portcullis.NoticePendingLimit, Agent: "bot", DecisionID: "d3", Reason: `Agent "bot" has 50 approval requests waiting for you`}); err != nil {
+		t.Fatal(err)
+	}
+	closeDesktop(t, d)
 
 	got := runs(t, out)
-	if len(got) != 2 {
-		t.Fatalf("the program ran %d times; want 2: %q", len(got), got)
+	if len(got) != 3 {
+		t.Fatalf("the program ran %d times; want 3: %q", len(got), got)
+	}
+	if body := got[2][4]; !strings.Contains(body, "Too many requests waiting (agent bot)") || !strings.Contains(body, "50 approval requests waiting") {
+		t.Errorf("pending limit: body = %q; want the agent and the count", body)
 	}
 	wantFlags := []string{"--app-name=Portcullis", "--urgency=critical", "--", "Portcullis"}
 	if len(got[0]) != 5 || !slices.Equal(got[0][:4], wantFlags) {

@@ -100,6 +100,8 @@ func summary(n portcullis.Notice, withCode bool) string {
 			fmt.Fprintf(&b, " (session %s)", clean(n.Session))
 		}
 		fmt.Fprintf(&b, ": %s", clean(n.Reason))
+	case portcullis.NoticePendingLimit:
+		fmt.Fprintf(&b, "too many requests waiting: %s", clean(n.Reason))
 	default:
 		fmt.Fprintf(&b, "%s: %s", clean(string(n.Kind)), clean(n.Reason))
 	}

@@ -66,6 +66,8 @@ func TestWriterLine(t *testing.T) {
 	}{
 		{"block", blockNotice(), []string{"agent bot is blocked", "rm -rf / is in the danger zone", "challenge chl_abc", "code K7P2QX", "15:04:05 UTC", "portcullis unblock bot --challenge chl_abc --code K7P2QX", "decision d1"}},
 		{"approval", approvalNotice(), []string{"approval needed for delete_element", "agent bot", "session s1", "permanently removes data", "decision d2"}},
+		{"pending limit", portcullis.Notice{Kind: portcullis.NoticePendingLimit, Agent: "bot", DecisionID: "d3", Reason: `Agent "bot" has 50 approval requests waiting for you`, Link: "http://127.0.0.1:8470/approvals?agent=bot"},
+			[]string{"too many requests waiting", `Agent "bot" has 50 approval requests waiting for you`, "decision d3", "/approvals?agent=bot"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -107,10 +107,58 @@ func (c *checker) run() {
 	} else if p.Approvals.Wait < 0 {
 		c.errorf(path{"approvals", "wait"}, at{path: "approvals.wait"}, "duration %s is not more than 0", p.Approvals.Wait)
 	}
+	c.pendingCaps()
+	c.upstreamRequests()
 	if r := p.Audit.Retention; r.MaxAge < 0 {
 		c.errorf(path{"audit", "retention", "maxAge"}, at{path: "audit.retention.maxAge"}, "duration %s is not more than 0", r.MaxAge)
 	} else if r.MaxRows < 0 {
 		c.errorf(path{"audit", "retention", "maxRows"}, at{path: "audit.retention.maxRows"}, "%d is not more than 0", r.MaxRows)
+	}
+}
+
+// pendingCaps checks approvals.maxPendingPerAgent and
+// maxPendingPerSession (a Policy built in code is not parsed) and fills in
+// their defaults.
+func (c *checker) pendingCaps() {
+	a := &c.pol.Approvals
+	if a.MaxPendingPerAgent > 0 && a.MaxPendingPerSession > a.MaxPendingPerAgent {
+		c.warnf(path{"approvals", "maxPendingPerSession"}, at{path: "approvals.maxPendingPerSession"},
+			"%d is more than maxPendingPerAgent (%d): a session's requests are its agent's, so the agent's cap is reached first", a.MaxPendingPerSession, a.MaxPendingPerAgent)
+	}
+	for _, f := range []struct {
+		key string
+		v   *int
+	}{{"maxPendingPerAgent", &a.MaxPendingPerAgent}, {"maxPendingPerSession", &a.MaxPendingPerSession}} {
+		switch {
+		case *f.v == 0:
+			*f.v = portcullis.DefaultMaxPending
+		case *f.v < 0 || *f.v > maxPendingCap:
+			c.errorf(path{"approvals", f.key}, at{path: "approvals." + f.key}, "%d is out of range (want 1 to %d)", *f.v, maxPendingCap)
+		}
+	}
+}
+
+// upstreamRequests checks upstreamRequests and fills in its defaults:
+// sampling deny (a server must not drive the client's model unasked),
+// elicitation and roots allow.
+func (c *checker) upstreamRequests() {
+	u := &c.pol.UpstreamRequests
+	for _, r := range []struct {
+		key  string
+		rule *portcullis.UpstreamRule
+		def  portcullis.UpstreamRule
+	}{
+		{"sampling", &u.Sampling, portcullis.UpstreamDeny},
+		{"elicitation", &u.Elicitation, portcullis.UpstreamAllow},
+		{"roots", &u.Roots, portcullis.UpstreamAllow},
+	} {
+		switch *r.rule {
+		case "":
+			*r.rule = r.def
+		case portcullis.UpstreamAllow, portcullis.UpstreamConfirm, portcullis.UpstreamDeny:
+		default:
+			c.errorf(path{"upstreamRequests", r.key}, at{path: "upstreamRequests." + r.key}, "unknown rule %s (want allow, confirm or deny)", quote(string(*r.rule)))
+		}
 	}
 }
 
@@ -334,7 +382,13 @@ func (c *checker) gatekeeperList(i int, list string, pats []string, gw at, allow
 		if allowed[s] {
 			c.warnf(p, w, "%s is also in allow; %s wins", quote(s), list)
 		}
-		if s != portcullis.ConfirmOperation && !c.matchesSomeTool(s, list != "allow") {
+		switch {
+		case list == "allow" && (len(c.pol.Tools) == 0 || !c.matchesSomeTool(s, false)):
+			// The gate never elevates a tool the policy does not classify;
+			// an upstream's MCP annotations classify one only when the
+			// operator trusts that upstream.
+			c.warnf(p, w, "%s matches no tool in tools, and allow never auto-approves a tool the policy does not classify: classify it in tools (an upstream's MCP annotations classify it only if its upstream has trustAnnotations)", quote(s))
+		case list != "allow" && s != portcullis.ConfirmOperation && !c.matchesSomeTool(s, true):
 			c.warnf(p, w, "%s matches no tool in tools; an upstream MCP server may still offer one", quote(s))
 		}
 		return true
@@ -603,6 +657,31 @@ func (c *checker) validator() {
 	}
 	if len(s.Risks) == 0 && len(s.Tools) == 0 && !s.Shell {
 		c.warnf(path{"validator", "scope"}, w.key("scope"), "selects no calls, so the validator never runs (list risks or tools, or set shell: true)")
+	}
+	for j, a := range v.TrustedContext {
+		if strings.TrimSpace(a) == "" {
+			c.errorf(path{"validator", "trustedContext", j}, w.key("trustedContext").index(j), "empty agent name")
+		}
+	}
+	if len(v.TrustedContext) > 0 && v.Mode != "contextual" {
+		c.warnf(path{"validator", "trustedContext"}, w.key("trustedContext"), "used only in mode contextual; the stateless validator sees no conversation")
+	}
+	b := &v.Budget
+	for _, f := range []struct {
+		key string
+		n   *int
+		def int
+	}{
+		{"perMinute", &b.PerMinute, portcullis.DefaultValidatorPerMinute},
+		{"burst", &b.Burst, portcullis.DefaultValidatorBurst},
+		{"concurrent", &b.Concurrent, portcullis.DefaultValidatorConcurrent},
+	} {
+		switch {
+		case *f.n == 0:
+			*f.n = f.def
+		case *f.n < 0:
+			c.errorf(path{"validator", "budget", f.key}, w.key("budget."+f.key), "%d is negative (want a number of model calls above 0)", *f.n)
+		}
 	}
 }
 

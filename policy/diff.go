@@ -29,7 +29,9 @@ const (
 	SectionValidator = "validator" // the validator block
 	SectionMigration = "migration" // an entry of migrations
 	SectionApprovals = "approvals" // the approvals block
-	SectionAudit     = "audit"     // the audit block
+	// SectionUpstreamRequests is the upstreamRequests block.
+	SectionUpstreamRequests = "upstreamRequests"
+	SectionAudit            = "audit" // the audit block
 )
 
 // Change is one semantic difference between two policies: a thing (a
@@ -115,6 +117,13 @@ func Diff(before, after *portcullis.Policy) []Change {
 	d.section(SectionApprovals, "")
 	d.field("wait", duration(before.Approvals.Wait), duration(after.Approvals.Wait))
 	d.field("outOfBand", strconv.FormatBool(before.Approvals.OutOfBand), strconv.FormatBool(after.Approvals.OutOfBand))
+	bl, al := before.Approvals.PendingLimit(), after.Approvals.PendingLimit()
+	d.field("maxPendingPerAgent", strconv.Itoa(bl.PerAgent), strconv.Itoa(al.PerAgent))
+	d.field("maxPendingPerSession", strconv.Itoa(bl.PerSession), strconv.Itoa(al.PerSession))
+	d.section(SectionUpstreamRequests, "")
+	d.field("sampling", string(before.UpstreamRequests.Sampling), string(after.UpstreamRequests.Sampling))
+	d.field("elicitation", string(before.UpstreamRequests.Elicitation), string(after.UpstreamRequests.Elicitation))
+	d.field("roots", string(before.UpstreamRequests.Roots), string(after.UpstreamRequests.Roots))
 	d.section(SectionAudit, "")
 	d.list("redact", before.Audit.Redact, after.Audit.Redact)
 	d.field("retention.maxAge", duration(before.Audit.Retention.MaxAge), duration(after.Audit.Retention.MaxAge))
@@ -418,6 +427,10 @@ func (d *differ) validator(before, after *portcullis.ValidatorConfig) {
 	d.list("scope.risks", risks(before.Scope.Risks), risks(after.Scope.Risks))
 	d.list("scope.tools", before.Scope.Tools, after.Scope.Tools)
 	d.field("scope.shell", strconv.FormatBool(before.Scope.Shell), strconv.FormatBool(after.Scope.Shell))
+	d.list("trustedContext", before.TrustedContext, after.TrustedContext)
+	d.field("budget.perMinute", strconv.Itoa(before.Budget.PerMinute), strconv.Itoa(after.Budget.PerMinute))
+	d.field("budget.burst", strconv.Itoa(before.Budget.Burst), strconv.Itoa(after.Budget.Burst))
+	d.field("budget.concurrent", strconv.Itoa(before.Budget.Concurrent), strconv.Itoa(after.Budget.Concurrent))
 }
 
 func validatorSummary(v *portcullis.ValidatorConfig) string {

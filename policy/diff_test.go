@@ -120,6 +120,7 @@ validator:
 migrations:
   - {name: m1, paths: [/a.md]}
 approvals: {wait: 2m}
+upstreamRequests: {sampling: confirm, roots: deny}
 audit:
   redact: [password]
   retention: {maxAge: 720h, maxRows: 1000}
@@ -152,6 +153,8 @@ audit:
 		{Kind: policy.Added, Section: "validator", New: "command, scope [every shell command]"},
 		{Kind: policy.Added, Section: "migration", Name: "m1", New: "paths [/a.md]"},
 		{Kind: policy.Changed, Section: "approvals", Field: "wait", Old: "45s", New: "2m0s"},
+		{Kind: policy.Changed, Section: "upstreamRequests", Field: "sampling", Old: "deny", New: "confirm"},
+		{Kind: policy.Changed, Section: "upstreamRequests", Field: "roots", Old: "allow", New: "deny"},
 		{Kind: policy.Changed, Section: "audit", Field: "redact", Old: "", New: "[password]", AddedItems: []string{"password"}},
 		{Kind: policy.Changed, Section: "audit", Field: "retention.maxAge", Old: "", New: "720h0m0s"},
 		{Kind: policy.Changed, Section: "audit", Field: "retention.maxRows", Old: "", New: "1000"},
@@ -196,7 +199,8 @@ func TestDiffValidatorFields(t *testing.T) {
 	a := &portcullis.Policy{Version: 1, Validator: &portcullis.ValidatorConfig{Provider: "openai", Model: "m", Timeout: 10 * time.Second,
 		Scope: portcullis.ValidatorScope{Risks: []portcullis.Risk{portcullis.RiskExternalWrite}}}}
 	b := &portcullis.Policy{Version: 1, Validator: &portcullis.ValidatorConfig{Provider: "openai", Model: "m2", BaseURL: "http://127.0.0.1:1", Timeout: 3 * time.Second, Mode: "contextual",
-		Scope: portcullis.ValidatorScope{Risks: []portcullis.Risk{portcullis.RiskPolicyWrite}, Tools: []string{"send"}}}}
+		Scope:          portcullis.ValidatorScope{Risks: []portcullis.Risk{portcullis.RiskPolicyWrite}, Tools: []string{"send"}},
+		TrustedContext: []string{"hook-bot"}, Budget: portcullis.ValidatorBudget{PerMinute: 5}}}
 	got := policy.Diff(a, b)
 	want := []policy.Change{
 		{Kind: policy.Changed, Section: "validator", Field: "model", Old: "m", New: "m2"},
@@ -206,6 +210,8 @@ func TestDiffValidatorFields(t *testing.T) {
 		{Kind: policy.Changed, Section: "validator", Field: "scope.risks", Old: "[external-write]", New: "[policy-write]",
 			AddedItems: []string{"policy-write"}, RemovedItems: []string{"external-write"}},
 		{Kind: policy.Changed, Section: "validator", Field: "scope.tools", Old: "", New: "[send]", AddedItems: []string{"send"}},
+		{Kind: policy.Changed, Section: "validator", Field: "trustedContext", Old: "", New: "[hook-bot]", AddedItems: []string{"hook-bot"}},
+		{Kind: policy.Changed, Section: "validator", Field: "budget.perMinute", Old: "0", New: "5"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Diff mismatch (-want +got):\n%s", diff)

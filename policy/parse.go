@@ -14,20 +14,22 @@ import (
 
 // The keys of each mapping of the policy file, in the order of DESIGN.md.
 var (
-	topKeys            = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit"}
-	toolKeys           = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "redact", "mode"}
-	elementKeys        = []string{"name", "type", "active", "gatekeeper", "autonomy"}
-	gatekeeperKeys     = []string{"allow", "confirm", "deny", "scope"}
-	scopeKeys          = []string{"allowedTypes", "blockedTypes"}
-	autonomyKeys       = []string{"riskTolerance", "maxAutonomousSteps", "requiresApproval", "autoApprove"}
-	shellKeys          = []string{"rules"}
-	shellRuleKeys      = []string{"pattern", "decision", "justification", "match", "notMatch"}
-	validatorKeys      = []string{"provider", "model", "baseURL", "apiKeyEnv", "command", "timeout", "mode", "rules", "scope"}
-	validatorScopeKeys = []string{"risks", "tools", "shell"}
-	migrationKeys      = []string{"name", "paths"}
-	approvalsKeys      = []string{"wait", "outOfBand"}
-	auditKeys          = []string{"redact", "retention"}
-	retentionKeys      = []string{"maxAge", "maxRows"}
+	topKeys             = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit", "upstreamRequests"}
+	toolKeys            = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "redact", "mode"}
+	elementKeys         = []string{"name", "type", "active", "gatekeeper", "autonomy"}
+	gatekeeperKeys      = []string{"allow", "confirm", "deny", "scope"}
+	scopeKeys           = []string{"allowedTypes", "blockedTypes"}
+	autonomyKeys        = []string{"riskTolerance", "maxAutonomousSteps", "requiresApproval", "autoApprove"}
+	shellKeys           = []string{"rules"}
+	shellRuleKeys       = []string{"pattern", "decision", "justification", "match", "notMatch"}
+	validatorKeys       = []string{"provider", "model", "baseURL", "apiKeyEnv", "command", "timeout", "mode", "rules", "scope", "trustedContext", "budget"}
+	validatorScopeKeys  = []string{"risks", "tools", "shell"}
+	validatorBudgetKeys = []string{"perMinute", "burst", "concurrent"}
+	migrationKeys       = []string{"name", "paths"}
+	approvalsKeys       = []string{"wait", "outOfBand", "maxPendingPerAgent", "maxPendingPerSession"}
+	auditKeys           = []string{"redact", "retention"}
+	upstreamReqKeys     = []string{"sampling", "elicitation", "roots"}
+	retentionKeys       = []string{"maxAge", "maxRows"}
 )
 
 // The defaults. The parser applies those whose zero value means something
@@ -264,6 +266,27 @@ func (p *parser) integer(n *yaml.Node, w at) (int, bool) {
 	return 0, false
 }
 
+// maxPendingCap bounds approvals.maxPendingPerAgent and
+// maxPendingPerSession: a cap is there to keep the person's queue short.
+const maxPendingCap = 10000
+
+// pendingCap reads a cap on pending approval requests: an integer from 1
+// to maxPendingCap. Null is absent (0, the default).
+func (p *parser) pendingCap(n *yaml.Node, w at) int {
+	if isNull(p.resolve(n)) {
+		return 0
+	}
+	v, ok := p.integer(n, w)
+	if !ok {
+		return 0
+	}
+	if v < 1 || v > maxPendingCap {
+		p.errorf(n, w, "%d is out of range (want 1 to %d)", v, maxPendingCap)
+		return 0
+	}
+	return v
+}
+
 // duration reads a Go duration that must be more than 0. Null is absent (0).
 func (p *parser) duration(n *yaml.Node, w at) (time.Duration, bool) {
 	n = p.resolve(n)
@@ -352,6 +375,22 @@ func (p *parser) policy(root *yaml.Node) *portcullis.Policy {
 					pol.Approvals.Wait, _ = p.duration(v, w.key("wait"))
 				case "outOfBand":
 					pol.Approvals.OutOfBand, _ = p.boolean(v, w.key("outOfBand"))
+				case "maxPendingPerAgent":
+					pol.Approvals.MaxPendingPerAgent = p.pendingCap(v, w.key(key))
+				case "maxPendingPerSession":
+					pol.Approvals.MaxPendingPerSession = p.pendingCap(v, w.key(key))
+				}
+			})
+		case "upstreamRequests":
+			p.mapping(v, w, upstreamReqKeys, func(key string, _, v *yaml.Node) {
+				s, _ := p.str(v, w.key(key))
+				switch key {
+				case "sampling":
+					pol.UpstreamRequests.Sampling = portcullis.UpstreamRule(s)
+				case "elicitation":
+					pol.UpstreamRequests.Elicitation = portcullis.UpstreamRule(s)
+				case "roots":
+					pol.UpstreamRequests.Roots = portcullis.UpstreamRule(s)
 				}
 			})
 		case "audit":
@@ -689,6 +728,20 @@ func (p *parser) validator(n *yaml.Node) *portcullis.ValidatorConfig {
 					v.Scope.Tools = p.strList(n, w)
 				case "shell":
 					v.Scope.Shell, _ = p.boolean(n, w)
+				}
+			})
+		case "trustedContext":
+			v.TrustedContext = p.strList(n, w)
+		case "budget":
+			p.mapping(n, w, validatorBudgetKeys, func(key string, _, n *yaml.Node) {
+				w := w.key(key)
+				switch key {
+				case "perMinute":
+					v.Budget.PerMinute, _ = p.integer(n, w)
+				case "burst":
+					v.Budget.Burst, _ = p.integer(n, w)
+				case "concurrent":
+					v.Budget.Concurrent, _ = p.integer(n, w)
 				}
 			})
 		}

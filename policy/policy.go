@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,7 +47,7 @@ func (w Warning) String() string {
 // INVALID_POLICY whose message lists the problems found, one per line, each
 // naming file, line and field. The warnings are returned even then.
 func Load(path string) (*portcullis.Policy, []Warning, error) {
-	data, err := readFile(path)
+	data, err := readFile("policy file", path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,11 +117,24 @@ func hashOf(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// readFile reads at most MaxFileBytes of a file.
-func readFile(path string) ([]byte, error) {
+// missingFile is the error of a file that does not exist: it says so
+// once, where "read X: open X: no such file or directory" said it thrice.
+type missingFile struct{ kind, path string }
+
+func (m missingFile) Error() string { return "the " + m.kind + " " + m.path + " does not exist" }
+
+// Is makes errors.Is(err, fs.ErrNotExist) hold.
+func (m missingFile) Is(target error) bool { return target == fs.ErrNotExist }
+
+// readFile reads at most MaxFileBytes of a file; kind names it in errors
+// ("policy file").
+func readFile(kind, path string) ([]byte, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, missingFile{kind, path}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err // "open X: permission denied" names the file
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if cerr := f.Close(); err == nil && cerr != nil {

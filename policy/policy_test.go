@@ -85,11 +85,13 @@ func TestLoadFullPolicy(t *testing.T) {
 				Tools: []string{"Bash"},
 				Shell: true,
 			},
+			Budget: portcullis.ValidatorBudget{PerMinute: 30, Burst: 10, Concurrent: 4},
 		},
-		Migrations: []portcullis.Migration{{Name: "add-tentative-default", Paths: []string{"/preferences/calendar.md"}}},
-		Approvals:  portcullis.ApprovalsConfig{Wait: 2 * time.Minute},
-		Source:     path,
-		Hash:       "sha256:" + hex.EncodeToString(sum[:]),
+		Migrations:       []portcullis.Migration{{Name: "add-tentative-default", Paths: []string{"/preferences/calendar.md"}}},
+		Approvals:        portcullis.ApprovalsConfig{Wait: 2 * time.Minute, MaxPendingPerAgent: 20, MaxPendingPerSession: 10},
+		UpstreamRequests: portcullis.UpstreamRequestsConfig{Sampling: portcullis.UpstreamDeny, Elicitation: portcullis.UpstreamAllow, Roots: portcullis.UpstreamAllow},
+		Source:           path,
+		Hash:             "sha256:" + hex.EncodeToString(sum[:]),
 	}
 	got, warns, err := policy.Load(path)
 	if err != nil {
@@ -164,6 +166,7 @@ validator: {provider: anthropic, model: claude-haiku-4-5}
 		{"validator.timeout", p.Validator.Timeout, 10 * time.Second},
 		{"validator.mode", p.Validator.Mode, "stateless"},
 		{"validator.scope", p.Validator.Scope, portcullis.ValidatorScope{Risks: []portcullis.Risk{portcullis.RiskExternalWrite, portcullis.RiskPolicyWrite}}},
+		{"validator.budget", p.Validator.Budget, portcullis.ValidatorBudget{PerMinute: portcullis.DefaultValidatorPerMinute, Burst: portcullis.DefaultValidatorBurst, Concurrent: portcullis.DefaultValidatorConcurrent}},
 		{"approvals.wait", p.Approvals.Wait, 45 * time.Second},
 	}
 	for _, tt := range tests {
@@ -231,6 +234,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "version: 1\nmode: off\nmode: enforce\n", []string{`bad.yaml:3: duplicate key "mode" (first at line 2)`}},
 		{"unknown mode", "version: 1\nmode: strict\n", []string{`bad.yaml:2: mode: unknown mode "strict" (want enforce, shadow or off)`}},
 		{"unknown unknownTools", "version: 1\nunknownTools: allow\n", []string{`bad.yaml:2: unknownTools: unknown setting "allow" (want confirm or deny)`}},
+		{"unknown upstream rule", "version: 1\nupstreamRequests:\n  sampling: ask\n", []string{`bad.yaml:3: upstreamRequests.sampling: unknown rule "ask" (want allow, confirm or deny)`}},
+		{"unknown upstream request", "version: 1\nupstreamRequests: {tasks: deny}\n", []string{`bad.yaml:2: upstreamRequests: unknown key "tasks"`}},
 		{"tools is a list", "version: 1\ntools: [a, b]\n", []string{"bad.yaml:2: tools: got a list, want a mapping of tool name to entry"}},
 		{"unknown tool key", "version: 1\ntools:\n  x: {endpoint: READ, canBeElevate: false}\n",
 			[]string{`bad.yaml:3: tool "x": unknown key "canBeElevate" (did you mean "canBeElevated"?)`}},
@@ -473,7 +478,7 @@ validator:
 		`lint.yaml:11: element "Sandbox": gatekeeper.allow[1]: "confirm_operation" cannot be allowed (an element cannot allow confirming; it may only confirm or deny it); removed`,
 		`lint.yaml:11: element "Sandbox": gatekeeper.allow[3]: "list_elements" is listed twice (first as allow[2]); removed`,
 		`lint.yaml:11: element "Sandbox": gatekeeper.allow[5]: pattern "list *" contains whitespace; operation names never do`,
-		`lint.yaml:11: element "Sandbox": gatekeeper.allow[5]: "list *" matches no tool in tools; an upstream MCP server may still offer one`,
+		`lint.yaml:11: element "Sandbox": gatekeeper.allow[5]: "list *" matches no tool in tools, and allow never auto-approves a tool the policy does not classify: classify it in tools (an upstream's MCP annotations classify it only if its upstream has trustAnnotations)`,
 		`lint.yaml:12: element "Sandbox": gatekeeper.confirm[1]: "release_deadlock" cannot be gated (a recovery operation that must stay open to people); removed`,
 		`lint.yaml:12: element "Sandbox": gatekeeper.confirm[2]: "list_elements" is also in allow; confirm wins`,
 		`lint.yaml:13: element "Sandbox": gatekeeper.deny[1]: "permission_prompt" cannot be gated (a recovery operation that must stay open to people); removed`,
@@ -529,11 +534,26 @@ elements:
 		got = append(got, w.String())
 	}
 	want := []string{
-		`case.yaml:9: element "E": gatekeeper.allow[0]: "List_Elements" matches no tool in tools; an upstream MCP server may still offer one`,
-		`case.yaml:9: element "E": gatekeeper.allow[1]: "LS" matches no tool in tools; an upstream MCP server may still offer one`,
+		`case.yaml:9: element "E": gatekeeper.allow[0]: "List_Elements" matches no tool in tools, and allow never auto-approves a tool the policy does not classify: classify it in tools (an upstream's MCP annotations classify it only if its upstream has trustAnnotations)`,
+		`case.yaml:9: element "E": gatekeeper.allow[1]: "LS" matches no tool in tools, and allow never auto-approves a tool the policy does not classify: classify it in tools (an upstream's MCP annotations classify it only if its upstream has trustAnnotations)`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse(case) warnings mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// An allow entry for a tool the policy does not classify did something
+// only while an upstream's own annotations classified unnamed tools:
+// the lint says so, with or without a tools section.
+func TestLintAllowOfUnclassifiedTool(t *testing.T) {
+	for name, src := range map[string]string{
+		"no tools":    "version: 1\nelements:\n  - {name: E, type: persona, gatekeeper: {allow: [edit_file]}}\n",
+		"other tools": "version: 1\ntools: {read_file: {endpoint: READ}}\nelements:\n  - {name: E, type: persona, gatekeeper: {allow: [edit_file, read_file]}}\n",
+	} {
+		_, warns, err := policy.Parse("allow.yaml", []byte(src))
+		if err != nil || len(warns) != 1 || !strings.Contains(warns[0].String(), `"edit_file" matches no tool in tools, and allow never auto-approves`) {
+			t.Errorf("Parse(%s) = %v, %v; want one warning that allow of edit_file does nothing", name, warns, err)
+		}
 	}
 }
 
@@ -705,5 +725,58 @@ func TestApprovalsOutOfBand(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("policy diff does not show outOfBand: %v", changes)
+	}
+}
+
+func TestApprovalsPendingCaps(t *testing.T) {
+	p, warns, err := policy.Parse("p.yaml", []byte("version: 1\napprovals: {maxPendingPerAgent: 20, maxPendingPerSession: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) != 0 {
+		t.Errorf("Parse(caps 20 and 5) warnings = %v; want none", warns)
+	}
+	if got := p.Approvals.PendingLimit(); got != (portcullis.PendingLimit{PerAgent: 20, PerSession: 5}) {
+		t.Errorf("Parse(caps 20 and 5).PendingLimit() = %+v; want 20 and 5", got)
+	}
+	q, _, err := policy.Parse("p.yaml", []byte("version: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Approvals.MaxPendingPerAgent != portcullis.DefaultMaxPending || q.Approvals.MaxPendingPerSession != portcullis.DefaultMaxPending {
+		t.Errorf("default caps = %d and %d; want %d each", q.Approvals.MaxPendingPerAgent, q.Approvals.MaxPendingPerSession, portcullis.DefaultMaxPending)
+	}
+	// A lower agent cap alone draws no warning: the session's default is
+	// simply never reached.
+	if _, warns, err := policy.Parse("p.yaml", []byte("version: 1\napprovals: {maxPendingPerAgent: 10}\n")); err != nil || len(warns) != 0 {
+		t.Errorf("Parse(maxPendingPerAgent: 10) = %v, warnings %v; want no error or warning", err, warns)
+	}
+	_, warns, err = policy.Parse("p.yaml", []byte("version: 1\napprovals:\n  maxPendingPerAgent: 10\n  maxPendingPerSession: 30\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0].String(), "p.yaml:4") || !strings.Contains(warns[0].String(), "maxPendingPerSession") {
+		t.Errorf("Parse(session cap over the agent's) warnings = %v; want one at p.yaml:4 naming maxPendingPerSession", warns)
+	}
+	for _, bad := range []string{"0", "-1", "10001", "many", "1.5", "[1]"} {
+		src := "version: 1\napprovals: {maxPendingPerAgent: " + bad + "}\n"
+		if _, _, err := policy.Parse("p.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "maxPendingPerAgent") {
+			t.Errorf("Parse(maxPendingPerAgent: %s) = %v; want an error naming the key", bad, err)
+		}
+	}
+	built := &portcullis.Policy{Version: 1, Approvals: portcullis.ApprovalsConfig{MaxPendingPerSession: -3}}
+	if _, err := policy.Validate(built); err == nil || !strings.Contains(err.Error(), "maxPendingPerSession") {
+		t.Errorf("Validate(maxPendingPerSession: -3) = %v; want an error naming the key", err)
+	}
+	changes := policy.Diff(q, p)
+	var got []string
+	for _, c := range changes {
+		got = append(got, fmt.Sprint(c))
+	}
+	if s := strings.Join(got, "\n"); !strings.Contains(s, "maxPendingPerAgent") || !strings.Contains(s, "maxPendingPerSession") {
+		t.Errorf("Diff(default, caps) = %s; want both caps", s)
+	}
+	if changes := policy.Diff(q, q); len(changes) != 0 {
+		t.Errorf("Diff(default, itself) = %v; want none", changes)
 	}
 }

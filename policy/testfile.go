@@ -95,7 +95,7 @@ var (
 // code INVALID_POLICY listing every problem with file and line, including
 // the problems of the policy the file names.
 func LoadTests(path string) (*TestFile, error) {
-	data, err := readFile(path)
+	data, err := readFile("test file", path)
 	if err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ func TestParseTestsErrors(t *testing.T) {
 		{"not a mapping", "- a\n", []string{"t.yaml:1: the test file is a list; want a mapping"}},
 		{"unknown top key", pol + "case: []\n", []string{`t.yaml:4: unknown key "case" (did you mean "cases"?)`, "t.yaml:1: cases: missing"}},
 		{"no policy", "cases:\n  - {name: a, request: {tool: x}, want: {outcome: allow}}\n", []string{"t.yaml:1: policy: missing"}},
-		{"policy file missing", "policy: nope.yaml\ncases:\n  - {name: a, request: {tool: x}, want: {outcome: allow}}\n", []string{"t.yaml:1: policy: read", "nope.yaml"}},
+		{"policy file missing", "policy: nope.yaml\ncases:\n  - {name: a, request: {tool: x}, want: {outcome: allow}}\n", []string{"t.yaml:1: policy: the policy file nope.yaml does not exist"}},
 		{"policy not a path", "policy: 3\ncases:\n  - {name: a, request: {tool: x}, want: {outcome: allow}}\n", []string{"t.yaml:1: policy: got number 3, want the path of a policy file or a policy mapping"}},
 		{"bad inline policy", "policy:\n  version: 1\n  mode: loud\ncases:\n  - {name: a, request: {tool: x}, want: {outcome: allow}}\n", []string{`t.yaml:3: mode: unknown mode "loud"`}},
 		{"no cases", pol + "cases: []\n", []string{"t.yaml:4: cases: got a list, want a non-empty list of cases"}},

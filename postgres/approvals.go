@@ -50,11 +50,23 @@ var insertApprovalSQL = notifying(`INSERT INTO approvals (id, decision_id, statu
 // CreateApproval records an approval request. Its ID must be set
 // (INVALID_REQUEST) and new (CONFLICT).
 func (s *Store) CreateApproval(ctx context.Context, a portcullis.Approval) error {
+	args, err := s.approvalArgs(a)
+	if err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, insertApprovalSQL, args...); err != nil {
+		return s.insertApprovalError(a.ID, err)
+	}
+	return nil
+}
+
+// approvalArgs checks a request and returns insertApprovalSQL's arguments.
+func (s *Store) approvalArgs(a portcullis.Approval) ([]any, error) {
 	if a.ID == "" {
-		return portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval: missing id")
+		return nil, portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval: missing id")
 	}
 	if len(a.ID) > maxIDBytes {
-		return portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval: id is %d bytes, more than %d", len(a.ID), maxIDBytes)
+		return nil, portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval: id is %d bytes, more than %d", len(a.ID), maxIDBytes)
 	}
 	status := a.Status
 	switch status {
@@ -62,25 +74,113 @@ func (s *Store) CreateApproval(ctx context.Context, a portcullis.Approval) error
 		status = portcullis.ApprovalPending
 	case portcullis.ApprovalPending, portcullis.ApprovalApproved, portcullis.ApprovalDenied:
 	default:
-		return portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval %q: status %q (want pending, approved or denied)", a.ID, a.Status)
+		return nil, portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval %q: status %q (want pending, approved or denied)", a.ID, a.Status)
 	}
 	var call bytes.Buffer
 	enc := json.NewEncoder(&call)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&a.Call); err != nil {
-		return fmt.Errorf("create approval %q: encode its call: %w", a.ID, err)
+		return nil, fmt.Errorf("create approval %q: encode its call: %w", a.ID, err)
 	}
-	_, err := s.pool.Exec(ctx, insertApprovalSQL,
-		a.ID, a.DecisionID, string(status), call.String(), a.Call.Session, a.Call.Agent, a.Tool, a.ArgsDigest, int16(a.Level), a.Reason,
+	return []any{a.ID, a.DecisionID, string(status), call.String(), a.Call.Session, a.Call.Agent, a.Tool, a.ArgsDigest, int16(a.Level), a.Reason,
 		ts(a.CreatedAt), nullTime(a.ExpiresAt), a.DecidedBy, nullTime(a.DecidedAt), a.DenyReason,
-		s.channel, payload(portcullis.ChangeApproval, a.ID))
-	if err != nil {
-		if isUniqueViolation(err) {
-			return portcullis.Errorf(portcullis.CodeConflict, "create approval: id %q exists", a.ID)
-		}
-		return s.fail("create approval", err)
+		s.channel, payload(portcullis.ChangeApproval, a.ID)}, nil
+}
+
+func (s *Store) insertApprovalError(id string, err error) error {
+	if isUniqueViolation(err) {
+		return portcullis.Errorf(portcullis.CodeConflict, "create approval: id %q exists", id)
 	}
-	return nil
+	return s.fail("create approval", err)
+}
+
+// countPendingSQL counts the agent's pending, unexpired requests, and
+// those of the agent's session.
+const countPendingSQL = `SELECT count(*), count(*) FILTER (WHERE session = $2) FROM approvals
+	WHERE agent = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)`
+
+// CreateApprovalWithin records a pending approval request unless the
+// agent, or its session, has as many pending, unexpired requests as lim
+// allows. The count and the insert run in one transaction under an
+// advisory lock of the agent, so the caps hold across every replica.
+// INVALID_REQUEST without an ID or for a status other than pending;
+// CONFLICT when the ID exists.
+func (s *Store) CreateApprovalWithin(ctx context.Context, a portcullis.Approval, lim portcullis.PendingLimit) (portcullis.Admission, error) {
+	if a.Status != "" && a.Status != portcullis.ApprovalPending {
+		return portcullis.Admission{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "create approval %q: status %q (want pending)", a.ID, a.Status)
+	}
+	args, err := s.approvalArgs(a)
+	if err != nil {
+		return portcullis.Admission{}, err
+	}
+	agent, session := a.Call.Agent, a.Call.Session
+	now := s.now()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return portcullis.Admission{}, s.fail("create approval", err)
+	}
+	defer s.rollback(tx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.lockKey("pending approvals of "+agent)); err != nil {
+		return portcullis.Admission{}, s.fail("create approval: lock the agent's requests", err)
+	}
+	var byAgent, bySession int
+	if err := tx.QueryRow(ctx, countPendingSQL, agent, session, now).Scan(&byAgent, &bySession); err != nil {
+		return portcullis.Admission{}, s.fail("create approval: count pending requests", err)
+	}
+	var adm portcullis.Admission
+	switch {
+	case lim.PerAgent > 0 && byAgent >= lim.PerAgent:
+		adm.Scope, adm.Pending = portcullis.PendingScopeAgent, byAgent
+	case lim.PerSession > 0 && bySession >= lim.PerSession:
+		adm.Scope, adm.Pending = portcullis.PendingScopeSession, bySession
+	}
+	if adm.Scope != "" {
+		key := ""
+		if adm.Scope == portcullis.PendingScopeSession {
+			key = session
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO approval_refusals (scope, agent, session, refused_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (scope, agent, session) DO NOTHING`, string(adm.Scope), agent, key, now)
+		if err != nil {
+			return portcullis.Admission{}, s.fail("create approval: record the refusal", err)
+		}
+		adm.Notify = tag.RowsAffected() == 1
+	} else {
+		if _, err := tx.Exec(ctx, `DELETE FROM approval_refusals WHERE agent = $1 AND (scope = 'agent' OR (scope = 'session' AND session = $2))`, agent, session); err != nil {
+			return portcullis.Admission{}, s.fail("create approval: re-arm the refusal notice", err)
+		}
+		if _, err := tx.Exec(ctx, insertApprovalSQL, args...); err != nil {
+			return portcullis.Admission{}, s.insertApprovalError(a.ID, err)
+		}
+		adm.Created = true
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return portcullis.Admission{}, s.fail("create approval: commit", err)
+	}
+	return adm, nil
+}
+
+// PendingCounts counts the pending, unexpired requests of each agent, most
+// first.
+func (s *Store) PendingCounts(ctx context.Context) ([]portcullis.PendingCount, error) {
+	rows, err := s.pool.Query(ctx, `SELECT agent, count(*) FROM approvals
+		WHERE status = 'pending' AND (expires_at IS NULL OR expires_at > $1) GROUP BY agent`, s.now())
+	if err != nil {
+		return nil, s.fail("count pending approvals", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (portcullis.PendingCount, error) {
+		var c portcullis.PendingCount
+		err := row.Scan(&c.Agent, &c.Pending)
+		return c, err
+	})
+	if err != nil {
+		return nil, s.fail("count pending approvals", err)
+	}
+	if out == nil {
+		out = []portcullis.PendingCount{}
+	}
+	portcullis.SortPendingCounts(out)
+	return out, nil
 }
 
 // Approval returns an approval request, or NOT_FOUND.

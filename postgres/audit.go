@@ -281,13 +281,19 @@ func (s *Store) commitLocked(ctx context.Context, batch []*appendReq, n int) err
 	return nil
 }
 
-const auditColumns = `seq, body, prev_hash, hash`
+// auditColumns are the columns of a record: the chained row and the
+// fields copied out of its body, which VerifyAudit checks.
+const auditColumns = `seq, body, prev_hash, hash, time, kind, decision_id, session, agent, tool, outcome`
 
 func scanRecord(row pgx.Row) (portcullis.AuditRecord, error) {
 	var r portcullis.AuditRecord
 	var body []byte
-	err := row.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash)
-	r.Body = body
+	// timestamptz keeps microseconds (ts truncates what is written).
+	c := portcullis.AuditColumns{TimeUnit: time.Microsecond}
+	var kind, outcome string
+	err := row.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &c.Time, &kind, &c.DecisionID, &c.Session, &c.Agent, &c.Tool, &outcome)
+	c.Kind, c.Outcome = portcullis.AuditKind(kind), portcullis.Outcome(outcome)
+	r.Body, r.Columns = body, &c
 	return r, err
 }
 

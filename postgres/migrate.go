@@ -103,6 +103,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	if have > latest {
 		return fmt.Errorf("schema %q is at version %d, newer than this portcullis knows (version %d): upgrade portcullis, or point it at another schema", s.schema, have, latest)
 	}
+	if have == 0 {
+		// A new schema: nothing that existed has changed.
+		s.log.Info("schema created", "schema", s.schema, "version", latest)
+	}
 	for _, m := range ms[have:] {
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("apply migration %s: %w", m.name, err)
@@ -110,7 +114,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
 			return fmt.Errorf("record migration %s: %w", m.name, err)
 		}
-		s.log.Info("migrated", "version", m.version, "migration", m.name)
+		if have > 0 {
+			s.log.Info("migrated", "version", m.version, "migration", m.name)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit migrations: %w", err)

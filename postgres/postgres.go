@@ -52,6 +52,38 @@ type Options struct {
 	// with a letter or an underscore, at most 48 characters. Replicas that
 	// share state use the same schema.
 	Schema string
+	// Sync is how far a write has gone when its method returns: SyncFull
+	// (the zero value's meaning) or SyncProcess.
+	Sync Sync
+}
+
+// Sync is the durability of a write when the Store method that made it
+// returns.
+type Sync string
+
+const (
+	// SyncFull leaves synchronous_commit as the server and the connection
+	// string set it ("on" by default: a commit returns once its WAL is
+	// flushed to the server's disk, so it survives a crash of the server's
+	// machine). The default.
+	SyncFull Sync = "full"
+	// SyncProcess sets synchronous_commit = off on the store's
+	// connections: a commit returns before the server flushes its WAL, so
+	// it survives a crash of Portcullis but the last commits (up to three
+	// times wal_writer_delay) may be lost if the database server or its
+	// machine crashes. The database stays consistent either way.
+	SyncProcess Sync = "process"
+)
+
+// ParseSync reads a Sync by name ("" is SyncFull).
+func ParseSync(s string) (Sync, error) {
+	switch Sync(s) {
+	case "", SyncFull:
+		return SyncFull, nil
+	case SyncProcess:
+		return SyncProcess, nil
+	}
+	return "", fmt.Errorf("sync %q: want %q (a commit is flushed to the database server's disk) or %q (synchronous_commit = off: a commit survives a crash of Portcullis, not of the database server)", s, SyncFull, SyncProcess)
 }
 
 // DefaultSchema is the schema used when Options.Schema is empty.
@@ -103,6 +135,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if !schemaName.MatchString(schema) {
 		return nil, fmt.Errorf("open postgres store: schema %q is not a valid name (lower-case letters, digits and _, starting with a letter or _, at most 48 characters)", schema)
 	}
+	mode, err := ParseSync(string(opts.Sync))
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx masks the password in the connection string it quotes.
@@ -113,6 +149,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cc.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = "portcullis"
+	}
+	if mode == SyncProcess {
+		cc.RuntimeParams["synchronous_commit"] = "off"
 	}
 	if opts.Clock == nil {
 		opts.Clock = portcullis.SystemClock{}

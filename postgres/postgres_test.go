@@ -216,3 +216,63 @@ func TestOpenConcurrentMigration(t *testing.T) {
 		t.Fatalf("schema_migrations has %d rows after %d concurrent opens; want %d", n, replicas, postgres.SchemaVersion())
 	}
 }
+
+// TestTamper edits the audit table of a real database through a connection
+// of its own, as anyone who can log in to the database can.
+func TestTamper(t *testing.T) {
+	dsn := testDSN(t)
+	t.Parallel()
+	storetest.RunTamper(t, func(tb testing.TB, clock portcullis.Clock) (portcullis.Store, storetest.ColumnEditor) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		schema := freshSchema(tb)
+		s, err := postgres.Open(ctx, dsn, postgres.Options{Clock: clock, Schema: schema})
+		if err != nil {
+			tb.Fatalf("Open: %v", err)
+		}
+		conn := adminConn(tb, ctx, dsn)
+		table := pgx.Identifier{schema, "audit"}.Sanitize()
+		return s, func(t testing.TB, seq int64, column string, value any) {
+			t.Helper()
+			tag, err := conn.Exec(context.Background(), `UPDATE `+table+` SET `+pgx.Identifier{column}.Sanitize()+` = $1 WHERE seq = $2`, value, seq)
+			if err != nil {
+				t.Fatalf("edit row %d's %s: %v", seq, column, err)
+			}
+			if tag.RowsAffected() != 1 {
+				t.Fatalf("edit row %d's %s: %d rows", seq, column, tag.RowsAffected())
+			}
+		}
+	})
+}
+
+// TestSync opens the store with each durability and checks the
+// connections' synchronous_commit, and refuses an unknown one by name.
+func TestSync(t *testing.T) {
+	dsn := testDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	schema := freshSchema(t)
+	for _, tc := range []struct {
+		sync postgres.Sync
+		want string
+	}{{"", "on"}, {postgres.SyncFull, "on"}, {postgres.SyncProcess, "off"}} {
+		s, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema, Sync: tc.sync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.SynchronousCommit(ctx)
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != tc.want {
+			t.Errorf("Sync %q: synchronous_commit = %q; want %q", tc.sync, v, tc.want)
+		}
+	}
+	_, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema, Sync: "normal"})
+	if err == nil || !strings.Contains(err.Error(), `sync "normal": want "full"`) {
+		t.Errorf("Open with Sync normal = %v; want it refused by name", err)
+	}
+}

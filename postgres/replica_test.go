@@ -345,3 +345,52 @@ func TestCloseDrainsAppends(t *testing.T) {
 	}
 	t.Logf("%d appends acknowledged before Close, %d rows in the log", len(acked), len(stored))
 }
+
+// TestReplicasKeepThePendingCap: a flood of one agent's approval requests
+// spread over two replicas never leaves more pending than the cap, and
+// exactly one of the refusals asks for a notice.
+func TestReplicasKeepThePendingCap(t *testing.T) {
+	dsn := testDSN(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	clock := storetest.NewClock()
+	replicas := []portcullis.Store{openStore(t, dsn, schema, clock), openStore(t, dsn, schema, clock)}
+	const limit, callers = 7, 64
+	lim := portcullis.PendingLimit{PerAgent: limit, PerSession: limit}
+	var created, notified atomic.Int32
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			apr := portcullis.Approval{
+				ID: fmt.Sprintf("apr_%d", i), DecisionID: fmt.Sprintf("d%d", i), Status: portcullis.ApprovalPending, Tool: "deploy", Level: portcullis.ConfirmSingleUse,
+				Call:      portcullis.Call{Tool: "deploy", Session: fmt.Sprintf("s%d", i%3), Agent: "flood", Args: map[string]any{"n": i}},
+				CreatedAt: clock.Now(), ExpiresAt: clock.Now().Add(5 * time.Minute), ArgsDigest: fmt.Sprintf("sha256:%d", i),
+			}
+			adm, err := replicas[i%2].CreateApprovalWithin(ctx, apr, lim)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if adm.Created {
+				created.Add(1)
+			}
+			if adm.Notify {
+				notified.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := created.Load(); got != limit {
+		t.Errorf("%d requests of one agent over two replicas, cap %d: %d created; want exactly %d", callers, limit, got, limit)
+	}
+	if got := notified.Load(); got != 1 {
+		t.Errorf("refusals over two replicas asked for %d notices; want exactly 1", got)
+	}
+	counts, err := replicas[1].PendingCounts(ctx)
+	if err != nil || len(counts) != 1 || counts[0] != (portcullis.PendingCount{Agent: "flood", Pending: limit}) {
+		t.Errorf("PendingCounts on the other replica = %+v, %v; want flood %d", counts, err, limit)
+	}
+}

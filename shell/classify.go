@@ -234,6 +234,7 @@ type result struct {
 	seen     map[string]bool
 	work     int  // simple commands and parses so far
 	overrun  bool // work went past the budget
+	probes   int  // values and wrapped lines tried as code (codeArgs, unknownWrapper)
 }
 
 func (r *result) add(f finding) {
@@ -310,4 +311,5 @@ const (
 	maxFields    = 64        // fields one brace expansion may yield
 	maxCommands  = 512       // commands reported
 	maxReasons   = 32        // reasons reported
+	maxProbes    = 48        // values and wrapped lines tried as code per line
 )

@@ -358,7 +358,17 @@ func dockerCmd(c *cmd) {
 		}
 	case "system prune", "volume rm", "volume prune", "volume remove":
 		c.danger(scoreDestroy-5, true, c.name+" "+sub+" deletes data for good")
-	case "rm", "rmi", "container rm", "image rm", "image prune", "container prune", "network prune", "builder prune", "network rm":
+	case "rm", "rmi", "container rm", "image rm":
+		all := flagged(rest, "", "--all")
+		for _, o := range operands(rest) {
+			all = all || !o.static
+		}
+		if flagged(rest, "f", "--force") && all {
+			c.danger(scoreDestroy-5, true, c.name+" "+sub+" -f removes every container or image a substitution lists, running or not")
+		} else {
+			c.add(Moderate, scoreModerateHigh, true, c.name+" "+sub+" deletes containers or images")
+		}
+	case "image prune", "container prune", "network prune", "builder prune", "network rm":
 		c.add(Moderate, scoreModerateHigh, true, c.name+" "+sub+" deletes containers or images")
 	case "compose":
 		c.moderate(scoreModerateHigh, c.name+" compose "+op0)

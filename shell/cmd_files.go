@@ -7,6 +7,10 @@ import (
 
 func init() {
 	register(rmCmd, "rm")
+	// rimraf and del-cli are rm -rf written in JavaScript.
+	register(func(c *cmd) {
+		c.run(append([]field{synth("rm"), synth("-rf")}, operands(c.args())...))
+	}, "rimraf", "del-cli")
 	register(findCmd, "find")
 	register(fdCmd, "fd", "fdfind")
 	register(func(c *cmd) {
@@ -57,13 +61,19 @@ func rmCmd(c *cmd) {
 			break
 		}
 	}
+	cleanup := len(ops) > 0
+	for _, o := range ops {
+		cleanup = cleanup && c.w.inCleanup(o)
+	}
 	switch {
 	case noRoot:
 		c.danger(scoreCatastrophe, true, "rm --no-preserve-root")
+	case cleanup && critical == "":
+		c.add(Moderate, scoreModerateHigh, true, "rm "+flagWords(recursive, force)+"deletes regenerated files inside the working directory ("+ops[0].s+")")
 	case critical != "" && (recursive || force):
 		c.danger(scoreCatastrophe, true, "rm "+flagWords(recursive, force)+"on "+critical)
 	case recursive && force:
-		c.danger(scoreDestroy, true, "rm with -r and -f")
+		c.danger(scoreDestroy, true, "rm with -r and -f"+describeTargets(ops))
 	case critical != "":
 		c.danger(scoreDestroy, true, "rm on "+critical)
 	case recursive:
@@ -96,9 +106,17 @@ func findCmd(c *cmd) {
 			root = a.s
 		}
 	}
+	cleanup := findCleanup(c.w, root, args)
+	if p := c.w.c.normPath(root); root != "" && p != "." && (isCritical(p) || isSystemPath(p) || isHomeish(root)) {
+		c.flags.lists = true
+	}
 	for i := 0; i < len(args); i++ {
 		switch args[i].s {
 		case "-delete":
+			if cleanup {
+				c.add(Moderate, scoreModerateHigh, true, "find -delete deletes regenerated files inside the working directory")
+				continue
+			}
 			score := scoreDestroy
 			if isCritical(c.w.c.normPath(root)) {
 				score = scoreCatastrophe
@@ -110,7 +128,13 @@ func findCmd(c *cmd) {
 				j++
 			}
 			run := args[i+1 : j]
-			if len(run) > 0 {
+			if len(run) > 0 && cleanup && commandName(run[0].s) == "rm" {
+				c.add(Moderate, scoreModerateHigh, true, "find "+args[i].s+" rm deletes regenerated files inside the working directory")
+				if id := run[0].id; id >= 0 && id < len(c.sh.cmdPos) {
+					c.sh.cmdPos[id] = true
+				}
+				c.w.res.record(strs(run))
+			} else if len(run) > 0 {
 				if n := commandName(run[0].s); n == "rm" || n == "shred" || n == "unlink" {
 					c.danger(scoreDestroy, true, "find "+args[i].s+" "+n+" deletes every file it matches")
 				}
@@ -162,6 +186,8 @@ func ddCmd(c *cmd) {
 	switch p := c.w.c.normPath(out); {
 	case out == "":
 		c.moderate(scoreModerate, "dd copies raw data")
+	case p == "/dev/null":
+		// reads and discards: a disk or throughput check
 	case harmlessDevice(p):
 		c.moderate(scoreModerate, "dd copies raw data")
 	case isDiskDevice(p):
@@ -304,6 +330,8 @@ func copyCmd(c *cmd) {
 		c.danger(scoreDangerHigh, false, c.name+" changes "+dest+", which runs or grants access at every login")
 	case isSystemPath(p):
 		c.danger(scoreDangerHigh, true, c.name+" overwrites system files in "+dest)
+	case c.name == "mv" && movesSystem(c, ops[:len(ops)-1]):
+		c.danger(scoreDestroy, true, "mv moves a system directory or the home directory away")
 	case c.name == "mv":
 		c.moderate(scoreWrite, "mv moves files")
 	default:
@@ -343,6 +371,28 @@ func sedCmd(c *cmd) {
 	args := c.args()
 	if flagged(args, "i", "--in-place") {
 		c.moderate(scoreWrite, "sed -i edits files in place")
+	}
+	if flagged(args, "i", "--in-place") {
+		// The files named are written: a start-up file or a system file
+		// edited in place is judged like a redirect into it.
+		values := map[int]bool{}
+		explicit := false
+		for k, a := range args {
+			if (a.s == "-e" || a.s == "-f" || a.s == "--expression" || a.s == "--file" || a.s == "-l") && k+1 < len(args) {
+				values[args[k+1].id] = true
+				explicit = explicit || a.s != "-l"
+			}
+		}
+		ops := operands(args)
+		for k, o := range ops {
+			if values[o.id] || k == 0 && !explicit {
+				continue
+			}
+			if p := c.w.c.normPath(o.s); isStartupFile(p) || isSystemPath(p) {
+				c.w.checkTarget(o, true, false)
+				c.keyField(o)
+			}
+		}
 	}
 	var scripts []string
 	opts, i := scanOpts(c.argv, 1, "efl", "--expression", "--file", "--line-length")
@@ -488,4 +538,60 @@ func editorCmd(c *cmd) {
 			c.w.nested(sh)
 		}
 	}
+}
+
+// findCleanup reports whether a find only matches regenerated files inside
+// the working directory: a relative root without "..", every -name or
+// -iname a pattern of generated files, no -o, -not or "!" that could widen
+// the match.
+func findCleanup(w *walker, root string, args []field) bool {
+	if root == "" {
+		root = "."
+	}
+	if w.cwdMoved || !insideWorkdir(root) {
+		return false
+	}
+	named := false
+	for i, a := range args {
+		switch a.s {
+		case "-o", "-or", "-not", "!", ",", "-regex", "-iregex", "-path", "-ipath", "-wholename":
+			return false
+		case "-name", "-iname":
+			if i+1 >= len(args) || !cleanupPatterns[args[i+1].s] {
+				return false
+			}
+			named = true
+		}
+	}
+	return named
+}
+
+// describeTargets names, for the reason people read, where an rm deletes
+// when that is not plainly inside the working directory: the home
+// directory, above the working directory, a path known only at run time.
+func describeTargets(ops []field) string {
+	for _, o := range ops {
+		s := o.s
+		switch {
+		case strings.HasPrefix(s, "~/") || strings.HasPrefix(s, "$HOME/"):
+			return " in the home directory (" + s + ")"
+		case s == ".." || strings.HasPrefix(s, "../") || strings.Contains(s, "/../"):
+			return " above the working directory (" + s + ")"
+		case !o.static:
+			return " of a path known only at run time (" + s + ")"
+		}
+	}
+	return ""
+}
+
+// movesSystem reports whether an mv moves the root, the home directory or
+// a system path away: mv /etc ~/.Trash is deleting it by another name.
+func movesSystem(c *cmd, srcs []field) bool {
+	for _, f := range srcs {
+		p := c.w.c.normPath(f.s)
+		if p == "/" || p == "~" || isHomeish(f.s) || isSystemPath(p) {
+			return true
+		}
+	}
+	return false
 }

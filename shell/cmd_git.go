@@ -124,9 +124,14 @@ func gitCmd(c *cmd) {
 		}
 	case sub == "bisect" && op0 == "run":
 		c.run(ops[1:])
+	case sub == "rm" && flagged(rest, "f", "--force") && !flagged(rest, "", "--cached"):
+		c.sh.meta = true
+		c.danger(scoreDestroy-5, true, "git rm -f deletes files with their uncommitted changes")
 	case sub == "rm":
 		c.sh.meta = true
 		c.add(Moderate, scoreModerate, true, "git rm deletes files (they stay in the history)")
+	case sub == "worktree" && op0 == "remove" && flagged(rest, "f", "--force"):
+		c.danger(scoreDestroy-5, true, "git worktree remove --force deletes a worktree with its uncommitted changes")
 	case gitChanging[sub] || sub == "submodule" || sub == "bisect" || sub == "gc" || sub == "update-ref":
 		c.moderate(scoreModerate, "git "+sub+" changes the repository")
 	default:

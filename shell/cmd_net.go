@@ -16,6 +16,7 @@ var netFetchers = map[string]bool{
 func init() {
 	register(fetchCmd, "curl", "wget", "wget2", "fetch", "http", "https", "xh", "aria2c", "lwp-download",
 		"lwp-request", "GET", "ftp", "tftp", "axel", "curlie")
+	register(sshKeygenCmd, "ssh-keygen")
 	register(ncCmd, "nc", "ncat", "netcat", "pwncat")
 	register(socatCmd, "socat")
 	register(func(c *cmd) {
@@ -36,11 +37,28 @@ func init() {
 
 // fetchCmd: a network request is moderate; what it downloads is followed
 // into pipes (curl | sh) and into files run later in the line.
+// sshKeygenCmd: listing fingerprints and finding hosts only read; making
+// or changing keys and known_hosts writes.
+func sshKeygenCmd(c *cmd) {
+	for _, a := range c.args() {
+		if a.s == "-f" {
+			continue
+		}
+		if len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' && strings.ContainsAny(a.s[1:2], "lFB") {
+			return
+		}
+	}
+	c.moderate(scoreWrite, "ssh-keygen creates or changes keys")
+}
+
 func fetchCmd(c *cmd) {
 	c.flags.net = true
 	args := c.args()
 	out := ""
 	toStdout := c.name != "wget" && c.name != "wget2" && c.name != "aria2c" && c.name != "axel"
+	if m := httpMethod(c.name, args); m == "DELETE" || anyArgContains(args, "_delete_by_query") {
+		c.danger(scoreDangerHigh, true, c.name+" sends an HTTP "+m+" request that deletes data on a server")
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i].s
 		next := ""
@@ -219,6 +237,10 @@ func interpCmd(c *cmd) {
 	if len(args) == 1 && (args[0].s == "--version" || args[0].s == "-V" || args[0].s == "-v" || args[0].s == "--help" || args[0].s == "-h") {
 		return
 	}
+	if len(args) == 2 && (name == "node" || name == "nodejs") && (args[0].s == "--check" || args[0].s == "-c") ||
+		len(args) == 2 && name == "php" && args[0].s == "-l" {
+		return // checks the syntax without running anything
+	}
 	if (name == "deno" || name == "bun") && len(args) > 0 && !strings.HasPrefix(args[0].s, "-") {
 		switch args[0].s {
 		case "eval":
@@ -271,6 +293,10 @@ func interpCmd(c *cmd) {
 			c.inline(spec, args[i+1])
 			return
 		}
+		if (name == "pwsh" || name == "powershell") && psValueOpts[strings.ToLower(a)] {
+			i++ // -WindowStyle Hidden, -ExecutionPolicy Bypass: the value is no script
+			continue
+		}
 		if a == "-r" || a == "-I" || a == "-W" || a == "-X" || a == "--require" || a == "--import" || a == "--loader" {
 			i++ // skip the option's value
 		}
@@ -303,8 +329,18 @@ func (c *cmd) pythonModule(mod field, rest []field) {
 // inlineCode judges code given to an interpreter on its command line or
 // stdin: a socket wired to a shell is a reverse shell; running commands or
 // deleting files is dangerous; anything else is moderate.
+// psValueOpts are PowerShell's own options that take a value.
+var psValueOpts = map[string]bool{
+	"-w": true, "-windowstyle": true, "-ep": true, "-ex": true, "-executionpolicy": true, "-wd": true,
+	"-workingdirectory": true, "-of": true, "-outputformat": true, "-if": true, "-inputformat": true,
+	"-configurationname": true, "-psconsolefile": true, "-version": true, "-settingsfile": true,
+}
+
 func inlineCode(label, code string) finding {
 	lc := strings.ToLower(code)
+	if label == "PowerShell" && downloadCradle(lc) {
+		return finding{cat: Dangerous, score: scoreDangerHigh + 5, reason: "inline PowerShell code runs code downloaded from the network"}
+	}
 	net := containsAnyOf(lc, "socket", "fsockopen", "tcpsocket", "/inet/tcp", "net.connect", "require('net')",
 		`require("net")`, "io::socket", "net.sockets")
 	runs := containsAnyOf(lc, "os.system", "subprocess", "os.popen", "popen(", "pty.spawn", "os.exec", "child_process",
@@ -348,4 +384,35 @@ func gpgCmd(c *cmd) {
 	default:
 		c.moderate(scoreModerate, "gpg changes keys or files")
 	}
+}
+
+// httpMethod returns the HTTP method a fetcher is told to use (curl -X
+// DELETE, --request=DELETE, wget --method, http DELETE url), upper-cased.
+func httpMethod(name string, args []field) string {
+	for i, a := range args {
+		switch {
+		case (a.s == "-X" || a.s == "--request" || a.s == "--method") && i+1 < len(args):
+			return strings.ToUpper(args[i+1].s)
+		case strings.HasPrefix(a.s, "-X") && len(a.s) > 2:
+			return strings.ToUpper(a.s[2:])
+		case strings.HasPrefix(a.s, "--request=") || strings.HasPrefix(a.s, "--method="):
+			_, v, _ := strings.Cut(a.s, "=")
+			return strings.ToUpper(v)
+		}
+	}
+	if name == "http" || name == "https" || name == "xh" {
+		if ops := operands(args); len(ops) > 1 && strings.EqualFold(ops[0].s, "delete") {
+			return "DELETE"
+		}
+	}
+	return ""
+}
+
+// downloadCradle reports whether lower-cased PowerShell text downloads code
+// and runs it: iex (New-Object Net.WebClient).DownloadString(…), iwr … | iex.
+func downloadCradle(lc string) bool {
+	fetches := containsAnyOf(lc, "downloadstring", "downloaddata", "downloadfile", "iwr ", "invoke-webrequest", "irm ",
+		"invoke-restmethod", "net.webclient", "http://", "https://")
+	runs := containsAnyOf(lc, "iex", "invoke-expression", "| powershell", "|powershell", "| pwsh", "scriptblock]::create")
+	return fetches && runs
 }

@@ -3,6 +3,8 @@ package shell
 import (
 	"path"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Read-only everyday commands.
@@ -25,8 +27,16 @@ var safeNames = []string{
 	"flake8", "black", "isort", "eslint", "tsc", "golint", "staticcheck", "golangci-lint", "govulncheck",
 }
 
+// safeSet holds safeNames.
+var safeSet = map[string]struct{}{}
+
 func init() {
-	register(func(*cmd) {}, safeNames...)
+	for _, n := range safeNames {
+		safeSet[n] = struct{}{}
+		if _, ok := handlers[n]; !ok {
+			register(func(*cmd) {}, n) // a handler of its own (fd -x) wins
+		}
+	}
 	register(echoCmd, "echo", "printf")
 	register(catCmd, "cat")
 	register(cdCmd, "cd", "pushd")
@@ -70,6 +80,9 @@ func init() {
 }
 
 func echoCmd(c *cmd) {
+	if name := expandsSecret(c.argv[1:]); name != "" {
+		c.danger(scoreDangerous, false, c.name+" prints the secret environment variable $"+name)
+	}
 	for _, f := range c.argv {
 		if !f.static {
 			return
@@ -82,6 +95,9 @@ func echoCmd(c *cmd) {
 
 func catCmd(c *cmd) {
 	ops := operands(c.args())
+	if len(ops) == 0 && c.in.known && c.in.secret != "" {
+		c.danger(scoreDangerous, false, "cat prints the secret environment variable $"+c.in.secret)
+	}
 	if (len(ops) == 0 || len(ops) == 1 && ops[0].s == "-") && c.in.known {
 		c.flags.text, c.flags.hasText = c.in.text, true
 	}
@@ -92,12 +108,17 @@ func cdCmd(c *cmd) {
 	ops := operands(c.args())
 	if len(ops) == 0 {
 		c.w.cwd = "~"
+		c.w.cwdMoved = true
 		return
 	}
 	d := ops[0]
 	if !d.static || d.s == "-" {
 		c.w.cwd = ""
+		c.w.cwdMoved = true
 		return
+	}
+	if !insideWorkdir(d.s) {
+		c.w.cwdMoved = true // somewhere outside the working directory
 	}
 	p := c.w.c.normPath(d.s)
 	switch {
@@ -138,6 +159,9 @@ func shellCmd(c *cmd) {
 		}
 		c.code(c.argv[i], c.name+" -c")
 		return
+	}
+	if has(opts, "-n") && !has(opts, "-i") {
+		return // noexec: reads the commands and checks their syntax, runs none
 	}
 	if has(opts, "-i") {
 		c.flags.shellI = true
@@ -215,7 +239,7 @@ func sudoCmd(c *cmd) {
 			"--chroot", "--role", "--type", "--command-timeout", "--other-user", "--user")
 	}
 	for i < len(c.argv) && isAssignment(c.argv[i].s) {
-		c.envAssign(c.argv[i].s)
+		c.envAssign(c.argv[i])
 		i++
 	}
 	if has(opts, "-e", "--edit") {
@@ -253,8 +277,13 @@ func isAssignment(s string) bool {
 }
 
 // envAssign judges a NAME=value given to env or sudo.
-func (c *cmd) envAssign(s string) {
-	name, _, _ := strings.Cut(s, "=")
+func (c *cmd) envAssign(f field) {
+	name, val, _ := strings.Cut(f.s, "=")
+	if _, runs := envUses[name]; runs {
+		c.skipField(f)
+		c.findings = append(c.findings, c.w.runsEnv(name, val, f.static)...)
+		return
+	}
 	switch name {
 	case "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH":
 		c.danger(scoreDangerous, false, "sets "+name+", loading other code into programs")
@@ -296,7 +325,7 @@ func runuserCmd(c *cmd) {
 func envCmd(c *cmd) {
 	opts, i := scanOpts(c.argv, 1, "uCSP", "--unset", "--chdir", "--split-string")
 	for i < len(c.argv) && isAssignment(c.argv[i].s) {
-		c.envAssign(c.argv[i].s)
+		c.envAssign(c.argv[i])
 		i++
 	}
 	if o, ok := value(opts, "-S", "--split-string"); ok {
@@ -518,7 +547,8 @@ func aliasCmd(c *cmd) {
 
 // portcullisCmd judges Portcullis's own command line: reading commands are
 // safe, the human-only ones (approve, deny, unblock, grants, approvals,
-// tools accept, policy edits) are blocked, exec and mcp are looked through.
+// tools accept, policy edits, hook install, audit prune) are blocked, exec
+// and mcp are looked through.
 func portcullisCmd(c *cmd) {
 	sub, k := subcommand(c.argv, 1, "", "--state", "--policy", "--config", "--log-level", "--addr", "--listen")
 	for _, a := range c.args() {
@@ -534,7 +564,11 @@ func portcullisCmd(c *cmd) {
 			c.block("runs `portcullis policy " + s2 + "`: an agent must not change its own policy")
 		}
 	case "audit":
-		if s2, _ := subcommand(c.argv, k, ""); s2 != "verify" {
+		switch s2, _ := subcommand(c.argv, k, ""); s2 {
+		case "verify":
+		case "prune":
+			c.block("runs `portcullis audit prune`: an agent must not remove rows of its own audit log")
+		default:
 			c.moderate(scoreModerate, "reads Portcullis's audit log")
 		}
 	case "tools":
@@ -546,8 +580,16 @@ func portcullisCmd(c *cmd) {
 	case "exec", "mcp":
 		_, i := scanOpts(c.argv, k, "", "--policy", "--state")
 		c.run(c.argv[i:])
-	case "serve", "hook":
-		c.moderate(scoreModerate, "starts `portcullis "+sub+"`")
+	case "hook":
+		if s2, _ := subcommand(c.argv, k, ""); s2 == "install" {
+			// It rewrites which policy and store the host's hook uses (and
+			// Codex's trust of it): the agent's own gate.
+			c.block("runs `portcullis hook install`: an agent must not change how its own calls are gated")
+			return
+		}
+		c.moderate(scoreModerate, "starts `portcullis hook`")
+	case "serve":
+		c.moderate(scoreModerate, "starts `portcullis serve`")
 	default:
 		if humanOnly[sub] {
 			c.block("runs `portcullis " + sub + "`, which only a person may run: an agent must not approve itself")
@@ -631,4 +673,38 @@ func outputFileCmd(c *cmd) {
 			c.skipField(a)
 		}
 	}
+}
+
+// expandsSecret returns the name of a secret-named variable whose value one
+// of the fields expands ($GITHUB_TOKEN, "${AWS_SECRET_ACCESS_KEY}",
+// ${OPENAI_API_KEY:0:8}), or "". Its length (${#X}) or a test of whether
+// it is set (${X:+set}) gives nothing away.
+func expandsSecret(fs []field) string {
+	for _, f := range fs {
+		if f.static || f.word == nil {
+			continue
+		}
+		if name := secretParam(f.word); name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+func secretParam(n syntax.Node) string {
+	found := ""
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch p := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ArithmExp:
+			return false
+		case *syntax.ParamExp:
+			if found == "" && p.Param != nil && !p.Length && !p.Excl && !p.IsSet && secretName(p.Param.Value) &&
+				(p.Exp == nil || p.Exp.Op != syntax.AlternateUnset && p.Exp.Op != syntax.AlternateUnsetOrNull) {
+				found = p.Param.Value
+			}
+			return false
+		}
+		return found == ""
+	})
+	return found
 }

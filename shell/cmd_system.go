@@ -54,8 +54,10 @@ func init() {
 		"mamba", "micromamba", "npm", "pnpm", "yarn", "gem", "bundle", "cargo", "composer", "pacman", "dpkg",
 		"rpm", "mas", "cpan", "cpanm", "luarocks", "opam", "cabal", "stack", "mix", "dotnet", "nuget", "rustup",
 		"sdk", "asdf", "mise", "nvm", "pyenv", "rbenv", "helmfile", "krew")
-	register(func(c *cmd) { c.moderate(scoreModerateHigh, c.name+" downloads and runs a package from the registry") },
-		"npx", "pnpx", "bunx", "uvx")
+	register(func(c *cmd) {
+		c.moderate(scoreModerateHigh, c.name+" downloads and runs a package from the registry")
+		c.unknownWrapper() // npx --yes -- rm -rf ~ runs rm
+	}, "npx", "pnpx", "bunx", "uvx")
 	register(goCmd, "go")
 	register(makeCmd, "make", "gmake", "just", "task", "ninja", "mage", "rake", "gradle", "gradlew", "mvn", "ant",
 		"bazel", "meson", "scons")
@@ -115,6 +117,9 @@ func killCmd(c *cmd) {
 			default:
 				pids = append(pids, a)
 			}
+		}
+		if sig == "0" {
+			return // signal 0 only asks whether the process exists
 		}
 		for _, p := range pids {
 			if p == "1" || p == "-1" {
@@ -189,6 +194,11 @@ func systemctlCmd(c *cmd) {
 		c.block("systemctl " + sub + " acts on the Portcullis service: an agent must not stop its own gate")
 		return
 	}
+	switch sub {
+	case "enable", "reenable", "link", "preset", "preset-all", "add-wants", "add-requires", "set-default", "edit":
+		c.danger(scoreDangerHigh, false, "systemctl "+sub+" makes a service start at every boot or login")
+		return
+	}
 	c.moderate(scoreModerateHigh, "systemctl "+sub+" changes services")
 }
 
@@ -200,6 +210,13 @@ func serviceCmd(c *cmd) {
 	if c.name == "launchctl" && (c.arg(1) == "list" || c.arg(1) == "print") || c.arg(1) == "--status-all" {
 		return
 	}
+	if c.name == "launchctl" {
+		switch c.arg(1) {
+		case "load", "bootstrap", "enable", "submit":
+			c.danger(scoreDangerHigh, false, "launchctl "+c.arg(1)+" makes a job start at every boot or login")
+			return
+		}
+	}
 	c.moderate(scoreModerateHigh, c.name+" changes services")
 }
 
@@ -208,8 +225,10 @@ func crontabCmd(c *cmd) {
 	case flagged(c.args(), "r", "--remove"):
 		c.danger(scoreDangerHigh, true, "crontab -r deletes every scheduled job")
 	case flagged(c.args(), "l", "--list"):
+	case flagged(c.args(), "e", "--edit"):
+		c.moderate(scoreModerateHigh, "crontab -e edits scheduled jobs")
 	default:
-		c.moderate(scoreModerateHigh, "crontab changes scheduled jobs")
+		c.danger(scoreDangerHigh, false, "crontab installs scheduled jobs, which run later with no one asking")
 	}
 }
 
@@ -325,8 +344,12 @@ func pkgCmd(c *cmd) {
 		c.danger(scoreDangerous, sub == "unpublish" || sub == "yank", c.name+" "+sub+" publishes or withdraws a package for everyone")
 	case contains(spec.run, sub) || c.name == "yarn" && !isInstallWord(sub):
 		c.moderate(scoreModerate, c.name+" "+sub+" runs the project's scripts")
+		c.unknownWrapper() // bundle exec rm -rf ~, uv run rm -rf ~
 	default:
 		c.moderate(scoreModerateHigh, c.name+" "+sub+" changes installed packages")
+		if sub == "exec" || sub == "run" {
+			c.unknownWrapper() // asdf exec, mise exec
+		}
 	}
 }
 

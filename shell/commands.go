@@ -62,6 +62,19 @@ func lookup(name string) (handler, bool) {
 			return h, true
 		}
 	}
+	// PowerShell and cmd.exe do not care about case (Remove-Item, RD), and
+	// a Windows program may be named with its .exe.
+	low := strings.ToLower(name)
+	if low != name {
+		if h, ok := handlers[low]; ok {
+			return h, true
+		}
+	}
+	if t, ok := strings.CutSuffix(low, ".exe"); ok && t != "" {
+		if h, ok := handlers[t]; ok {
+			return h, true
+		}
+	}
 	return nil, false
 }
 
@@ -163,11 +176,22 @@ func (w *walker) simple(argv []field, in stdin) {
 		cur = c.next
 	}
 	last := layers[len(layers)-1]
+	if len(layers) > 1 && (last.name == "rm" || last.name == "shred" || last.name == "unlink") {
+		for _, l := range layers[:len(layers)-1] {
+			if l.name == "xargs" || l.name == "parallel" {
+				last.flags.deletes = true
+			}
+		}
+	}
 	if !last.script {
 		w.res.record(last.values())
 	}
 	sh.meta = sh.meta || metaCommands[last.name]
 	w.argChecks(argv, sh)
+	w.codeArgs(last, argv, sh)
+	if what := teardownOf(argv); what != "" {
+		w.add(finding{cat: Dangerous, score: scoreDestroy, irreversible: true, reason: what})
+	}
 	w.applyRules(layers)
 	for _, c := range layers {
 		for _, f := range c.findings {
@@ -188,10 +212,14 @@ func (w *walker) judge(c *cmd) {
 	}
 	if !name.static {
 		c.findings = append(c.findings, finding{cat: Moderate, score: scoreModerate + 5, reason: "the command name is known only at run time: " + name.s})
+		c.runtimeName(c.argv)
 		return
 	}
 	if name.fromVar {
 		c.findings = append(c.findings, finding{cat: Moderate, score: scoreModerate + 5, reason: "the command name comes from a variable or a substitution: " + name.s})
+	}
+	if helpOnly(c.argv) {
+		return // prints its usage and exits
 	}
 	c.name = commandName(name.s)
 	if c.name != "portcullis" && w.touchesProtected(name) {
@@ -212,9 +240,65 @@ func (w *walker) judge(c *cmd) {
 		} else {
 			c.moderate(scoreModerate, "unknown command: "+c.name)
 		}
+		c.unknownWrapper()
+		c.consultOptions()
 		return
 	}
 	h(c)
+	c.consultOptions()
+}
+
+// helpOnly reports whether a command line only asks a program for its
+// usage or version: the program's name, then subcommand words, then
+// --help or --version and nothing else (git push --help, terraform destroy
+// --help). A program given by path, and runners that fetch or run what
+// they are given (npx cowsay --help), are not included.
+func helpOnly(argv []field) bool {
+	n := len(argv)
+	name := commandName(argv[0].s)
+	if n < 2 || strings.Contains(argv[0].s, "/") || runners[name] || n > 2 && operandFirst[strings.TrimRight(name, "0123456789.")] {
+		return false
+	}
+	if last := argv[n-1].s; last != "--help" && last != "--version" {
+		return false
+	}
+	for _, f := range argv[1 : n-1] {
+		if !f.static || !plainSubcommand(f.s) || runners[f.s] {
+			return false
+		}
+	}
+	return true
+}
+
+func plainSubcommand(s string) bool {
+	if s == "" || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// operandFirst programs stop reading options at their first operand, so
+// a --help after it goes to the script or the command it names
+// (node server --help runs server.js; redis-cli DEL key --help deletes).
+var operandFirst = map[string]bool{
+	"python": true, "pypy": true, "node": true, "nodejs": true, "ruby": true, "perl": true, "php": true,
+	"deno": true, "bun": true, "lua": true, "luajit": true, "Rscript": true, "java": true, "tclsh": true,
+	"osascript": true, "pwsh": true, "powershell": true, "redis-cli": true, "valkey-cli": true, "psql": true,
+	"mysql": true, "sqlite3": true, "sqlite": true, "duckdb": true, "mongosh": true, "mongo": true, "cqlsh": true,
+	"clickhouse-client": true,
+}
+
+// runners fetch or run the program named in their arguments.
+var runners = map[string]bool{
+	"npx": true, "pnpx": true, "bunx": true, "uvx": true, "pipx": true, "dlx": true, "exec": true, "run": true,
+	"x": true, "sudo": true, "doas": true, "env": true, "xargs": true, "nohup": true, "timeout": true, "nice": true,
+	"time": true, "command": true, "builtin": true, "eval": true, "source": true, ".": true, "watch": true,
+	"ssh": true, "su": true, "script": true, "flock": true, "busybox": true, "sh": true, "bash": true, "zsh": true,
 }
 
 // argChecks looks at every argument as a path: naming Portcullis's own
@@ -227,6 +311,12 @@ func (w *walker) argChecks(argv []field, sh *simpleCtx) {
 		if w.touchesProtected(f) {
 			w.add(finding{cat: Blocked, score: scoreBlocked, reason: "touches Portcullis's own files: " + f.s})
 			continue
+		}
+		if raw := w.rawText(f); raw != f.s && windowsish(raw) && !sh.noSecret[i] {
+			if p := winPath(raw); w.isSecret(field{s: p, static: f.static, glob: f.glob}) {
+				w.add(finding{cat: Dangerous, score: scoreDangerous + 5, reason: "names a secret file: " + raw})
+				continue
+			}
 		}
 		if sh.meta || sh.noSecret[i] {
 			continue

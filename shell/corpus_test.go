@@ -35,6 +35,7 @@ type corpusEntry struct {
 var families = []string{
 	"safe", "filesystem", "git", "privilege", "network-code", "interpreter", "package", "process",
 	"reverse-shell", "database", "cloud", "secrets", "self-protection", "redirect", "evasion", "wrapper", "unparseable",
+	"exec-option", "persistence", "runtime-name", "teardown", "windows",
 }
 
 func loadCorpus(t testing.TB) []corpusEntry {

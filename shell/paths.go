@@ -375,6 +375,12 @@ func isStartupFile(p string) bool {
 		if c == "crontabs" || c == "cron.d" {
 			return true
 		}
+		if c == "config" && i > 0 && comps[i-1] == ".git" && i+1 == len(comps) {
+			return true // core.fsmonitor, core.hooksPath and aliases run commands
+		}
+		if c == "hooks" && i > 0 && comps[i-1] == ".git" && i+1 < len(comps) {
+			return true // git runs it at the next commit, checkout or push
+		}
 	}
 	return false
 }

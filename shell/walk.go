@@ -24,6 +24,9 @@ type walker struct {
 	ifs    string
 	// cwd is the directory of the last literal cd, when there was one.
 	cwd string
+	// cwdMoved is set once the line changes directory to anywhere but a
+	// literal place beneath the working directory.
+	cwdMoved bool
 	// downloaded names files a network fetcher in the line writes to.
 	downloaded map[string]bool
 	// stage gathers what the commands of the current pipeline stage do.
@@ -91,7 +94,7 @@ func (w *walker) script(src string) {
 	}
 	saved := w.src
 	w.src = src
-	if strings.ContainsRune(src, '=') || strings.Contains(src, "for") || strings.Contains(src, "select") {
+	if strings.ContainsRune(src, '=') || strings.Contains(src, "for") || strings.Contains(src, "select") || strings.Contains(src, "set --") {
 		w.collectVars(f) // only assignments and loops give variables values
 	}
 	w.stmts(f.Stmts)
@@ -173,6 +176,9 @@ func (w *walker) fallback(src string) {
 		if f.cat.Rank() >= Dangerous.Rank() {
 			w.add(f)
 		}
+	}
+	if downloadCradle(strings.ToLower(src)) {
+		w.add(finding{cat: Dangerous, score: scoreDangerHigh + 5, reason: "PowerShell download cradle: runs code downloaded from the network"})
 	}
 }
 
@@ -306,6 +312,9 @@ func (w *walker) funcDecl(x *syntax.FuncDecl) {
 		names = append(names, x.Name)
 	}
 	for _, n := range names {
+		if forkBomb(x, n.Value) {
+			w.add(finding{cat: Dangerous, score: scoreDangerHigh, reason: "fork bomb: the function " + n.Value + " starts copies of itself until the machine stops"})
+		}
 		if _, known := lookup(n.Value); known {
 			w.add(finding{cat: Moderate, score: scoreModerate, reason: fmt.Sprintf("defines a function named %s, hiding the command of that name", n.Value)})
 		}
@@ -341,14 +350,25 @@ func (w *walker) assign(a *syntax.Assign) {
 	switch a.Name.Value {
 	case "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH":
 		w.add(finding{cat: Dangerous, score: scoreDangerous, reason: "sets " + a.Name.Value + ", loading other code into programs"})
-	case "PATH", "BASH_ENV", "ENV", "IFS", "GIT_SSH", "GIT_EXEC_PATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT",
+	case "PATH", "BASH_ENV", "ENV", "IFS", "GIT_EXEC_PATH", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT",
 		"PYTHONSTARTUP", "PYTHONPATH":
 		w.add(finding{cat: Moderate, score: scoreModerate, reason: "sets " + a.Name.Value + ", changing what later commands run"})
-	case "PROMPT_COMMAND", "GIT_SSH_COMMAND", "PAGER", "GIT_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "SUDO_ASKPASS", "SSH_ASKPASS":
-		w.add(finding{cat: Moderate, score: scoreModerate, reason: "sets " + a.Name.Value + ", a command later programs run"})
+	default:
 		if a.Value != nil {
-			if s, ok := w.literal(a.Value); ok {
-				w.nested(s)
+			s, ok := w.literal(a.Value)
+			if _, runs := envUses[a.Name.Value]; runs {
+				for _, f := range w.runsEnv(a.Name.Value, s, ok) {
+					w.add(f)
+				}
+			} else if ok && !w.crude && w.depth < maxDepth-1 && len(s) >= 4 && len(s) <= 4096 && strings.ContainsAny(s, " \t;|&") {
+				// GIT_CONFIG_VALUE_0='rm -rf ~', PS1='$(rm -rf ~)': a value
+				// that is a dangerous command line counts wherever it stands.
+				if fs := w.probe(s); len(fs) > 0 {
+					w.add(finding{cat: Moderate, score: scoreModerate, reason: a.Name.Value + " is set to a command line"})
+					for _, f := range fs {
+						w.add(f)
+					}
+				}
 			}
 		}
 	}
@@ -377,6 +397,9 @@ type stdin struct {
 	file  string // read from this file (< file)
 	net   bool   // read from a process substitution that fetches from the network
 	redir bool   // stdin is redirected: not the pipe, not the terminal
+	// secret names a secret-named variable the here-document or
+	// here-string expands.
+	secret string
 }
 
 // redirects judges a statement's redirections and returns what its stdin is.
@@ -389,8 +412,11 @@ func (w *walker) redirects(rs []*syntax.Redirect) stdin {
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
 			in = stdin{text: w.hdocText(r), known: true, redir: true}
+			if r.Hdoc != nil {
+				in.secret = secretParam(r.Hdoc)
+			}
 		case syntax.WordHdoc:
-			in = stdin{text: w.wordText(r.Word) + "\n", known: true, redir: true}
+			in = stdin{text: w.wordText(r.Word) + "\n", known: true, redir: true, secret: secretParam(r.Word)}
 		case syntax.RdrIn:
 			t := w.wordField(r.Word)
 			w.checkTarget(t, false, false)
@@ -486,7 +512,9 @@ type stageInfo struct {
 	sinkKind int    // what the sink reads: sinkShell, sinkInterp, sinkSQL
 	text     string // the stage's output, when it is one echo of literal text
 	hasText  bool
-	simple   int // simple commands in the stage
+	simple   int  // simple commands in the stage
+	lists    bool // lists the files of the home directory, the root or a system path (find ~)
+	deletes  bool // deletes the files named on its input (xargs rm)
 }
 
 const (
@@ -501,6 +529,8 @@ func (s *stageInfo) merge(o *stageInfo) {
 	s.decoder = s.decoder || o.decoder
 	s.netTool = s.netTool || o.netTool
 	s.shellI = s.shellI || o.shellI
+	s.lists = s.lists || o.lists
+	s.deletes = s.deletes || o.deletes
 	if o.shell && !s.shell {
 		s.shell, s.sink, s.sinkKind = true, o.sink, o.sinkKind
 	}
@@ -544,8 +574,13 @@ func (w *walker) pipeline(b *syntax.BinaryCmd) {
 // shell (parsed in turn), a shell wired to a network connection.
 func (w *walker) pipeRisks(infos []stageInfo) {
 	var shellAt, netToolAt = -1, -1
+	listed := false
 	for j := range infos {
 		sink := &infos[j]
+		if sink.deletes && listed {
+			w.add(finding{cat: Dangerous, score: scoreCatastrophe, irreversible: true, reason: "deletes every file listed from the home directory, the root or a system path"})
+		}
+		listed = listed || sink.lists
 		if sink.shell || sink.shellI {
 			shellAt = j
 		}
@@ -616,6 +651,20 @@ func (w *walker) collectVars(f *syntax.File) {
 					w.arrays = map[string][]string{}
 				}
 				w.arrays[x.Name.Value] = elems
+			}
+		case *syntax.CallExpr:
+			// set -- words: the positional parameters "$@" expands to.
+			if len(x.Args) > 1 && x.Args[0].Lit() == "set" && x.Args[1].Lit() == "--" {
+				var elems []string
+				for _, a := range x.Args[2:] {
+					if s, ok := w.literal(a); ok && len(elems) < maxFields {
+						elems = append(elems, s)
+					}
+				}
+				if w.arrays == nil {
+					w.arrays = map[string][]string{}
+				}
+				w.arrays["@"] = elems
 			}
 		case *syntax.WordIter:
 			if x.Name != nil {

@@ -343,6 +343,13 @@ func (w *walker) paramValues(p *syntax.ParamExp) (vals []string, split bool) {
 			return []string{elems[n]}, false
 		}
 	}
+	if name == "@" || name == "*" {
+		// set -- rm -rf ~ gave the positional parameters literal values.
+		if elems, ok := w.arrays["@"]; ok && p.Exp == nil {
+			return []string{strings.Join(elems, " ")}, true
+		}
+		return nil, false
+	}
 	vals = w.vars[name]
 	if len(vals) == 0 {
 		if elems := w.arrays[name]; len(elems) > 0 {

@@ -376,7 +376,7 @@ func (s *Store) QueryAudit(ctx context.Context, q portcullis.AuditQuery) ([]port
 	if q.BeforeSeq > 0 {
 		add("seq < ?", q.BeforeSeq)
 	}
-	query := `SELECT seq, body, prev_hash, hash FROM audit`
+	query := `SELECT ` + recordColumns + ` FROM audit`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
@@ -400,16 +400,24 @@ func (s *Store) QueryAudit(ctx context.Context, q portcullis.AuditQuery) ([]port
 	return out, nil
 }
 
+// recordColumns are the columns of a record: the chained row and the
+// fields copied out of its body, which VerifyAudit checks.
+const recordColumns = `seq, body, prev_hash, hash, time, kind, decision_id, session, agent, tool, outcome`
+
 func scanRecords(rows *sql.Rows) ([]portcullis.AuditRecord, error) {
 	defer rows.Close()
 	var out []portcullis.AuditRecord
 	for rows.Next() {
 		var r portcullis.AuditRecord
 		var body []byte
-		if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash); err != nil {
+		var at int64
+		var c portcullis.AuditColumns
+		var kind, outcome string
+		if err := rows.Scan(&r.Seq, &body, &r.PrevHash, &r.Hash, &at, &kind, &c.DecisionID, &c.Session, &c.Agent, &c.Tool, &outcome); err != nil {
 			return nil, err
 		}
-		r.Body = body
+		c.Time, c.Kind, c.Outcome = fromNanos(at), portcullis.AuditKind(kind), portcullis.Outcome(outcome)
+		r.Body, r.Columns = body, &c
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -429,7 +437,7 @@ func (s *Store) ScanAudit(ctx context.Context, afterSeq int64, fn func(portculli
 		if err := s.read(ctx, "scan audit"); err != nil {
 			return err
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, body, prev_hash, hash FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, scanPage)
+		rows, err := s.rdb.QueryContext(ctx, `SELECT `+recordColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, scanPage)
 		if err != nil {
 			return fmt.Errorf("sqlite: scan audit: %w", err)
 		}

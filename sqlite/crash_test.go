@@ -18,8 +18,12 @@ import (
 )
 
 // crashChildEnv, when set to a file's path, makes the test binary the
-// child of TestKillMidLoad instead of running tests.
-const crashChildEnv = "PORTCULLIS_SQLITE_CRASH_CHILD"
+// child of TestKillMidLoad instead of running tests; crashSyncEnv names the
+// child's Options.Sync.
+const (
+	crashChildEnv = "PORTCULLIS_SQLITE_CRASH_CHILD"
+	crashSyncEnv  = "PORTCULLIS_SQLITE_CRASH_SYNC"
+)
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(crashChildEnv); path != "" {
@@ -35,7 +39,7 @@ func TestMain(m *testing.M) {
 // printing the sequence number of every row whose AppendAudit returned.
 func crashChild(path string) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	s, err := sqlite.Open(ctx, path, sqlite.Options{Sync: sqlite.Sync(os.Getenv(crashSyncEnv))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -61,11 +65,19 @@ func crashChild(path string) {
 }
 
 // TestKillMidLoad SIGKILLs a process appending under load and finds every
-// append it acknowledged in the file, with the chain intact.
+// append it acknowledged in the file, with the chain intact: with
+// SyncFull, and with SyncProcess, whose commits are in the write-ahead log
+// (the page cache) but not yet on the disk when the process dies.
 func TestKillMidLoad(t *testing.T) {
+	for _, mode := range []sqlite.Sync{sqlite.SyncFull, sqlite.SyncProcess} {
+		t.Run(string(mode), func(t *testing.T) { killMidLoad(t, mode) })
+	}
+}
+
+func killMidLoad(t *testing.T, mode sqlite.Sync) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashSyncEnv+"="+string(mode))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

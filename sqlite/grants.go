@@ -212,35 +212,145 @@ func expire(a portcullis.Approval, now time.Time) portcullis.Approval {
 // CreateApproval records a pending approval request. INVALID_REQUEST
 // without an ID; CONFLICT when the ID exists.
 func (s *Store) CreateApproval(ctx context.Context, a portcullis.Approval) error {
+	ins, err := newApprovalInsert(a)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "create approval", func(t *tx) error { return ins.exec(ctx, t) })
+}
+
+// approvalInsert is an approval request ready to be inserted.
+type approvalInsert struct {
+	a     portcullis.Approval
+	call  []byte
+	level string
+}
+
+func newApprovalInsert(a portcullis.Approval) (*approvalInsert, error) {
 	if a.ID == "" {
-		return portcullis.Errorf(portcullis.CodeInvalidRequest, "sqlite: create approval: missing id")
+		return nil, portcullis.Errorf(portcullis.CodeInvalidRequest, "sqlite: create approval: missing id")
 	}
 	if a.Status == "" {
 		a.Status = portcullis.ApprovalPending
 	}
 	call, err := json.Marshal(a.Call)
 	if err != nil {
-		return fmt.Errorf("sqlite: create approval: encode call: %w", err)
+		return nil, fmt.Errorf("sqlite: create approval: encode call: %w", err)
 	}
 	level := ""
 	if a.Level != portcullis.LevelUnset {
 		level = a.Level.String()
 	}
-	return s.write(ctx, "create approval", func(t *tx) error {
-		res, err := t.ExecContext(ctx, `INSERT INTO approvals (id, decision_id, status, session, agent, tool, args_digest, level, reason, call, created_at, expires_at, decided_by, decided_at, deny_reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			a.ID, a.DecisionID, string(a.Status), a.Call.Session, a.Call.Agent, a.Tool, a.ArgsDigest, level, a.Reason, call,
-			nanos(a.CreatedAt), nanos(a.ExpiresAt), a.DecidedBy, nanos(a.DecidedAt), a.DenyReason)
-		if err != nil {
+	return &approvalInsert{a: a, call: call, level: level}, nil
+}
+
+func (ins *approvalInsert) exec(ctx context.Context, t *tx) error {
+	a := &ins.a
+	res, err := t.ExecContext(ctx, `INSERT INTO approvals (id, decision_id, status, session, agent, tool, args_digest, level, reason, call, created_at, expires_at, decided_by, decided_at, deny_reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		a.ID, a.DecisionID, string(a.Status), a.Call.Session, a.Call.Agent, a.Tool, a.ArgsDigest, ins.level, a.Reason, ins.call,
+		nanos(a.CreatedAt), nanos(a.ExpiresAt), a.DecidedBy, nanos(a.DecidedAt), a.DenyReason)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return portcullis.Errorf(portcullis.CodeConflict, "approval request %q exists", a.ID)
+	}
+	return t.change(ctx, portcullis.ChangeApproval, a.ID)
+}
+
+// countPending counts the agent's pending, unexpired requests, and those
+// of the agent's session.
+const countPending = `SELECT count(*), coalesce(sum(session = ?), 0) FROM approvals
+	WHERE agent = ? AND status = 'pending' AND (expires_at = 0 OR expires_at > ?)`
+
+// CreateApprovalWithin records a pending approval request unless the
+// agent, or its session, has as many pending, unexpired requests as lim
+// allows. It counts and inserts in one BEGIN IMMEDIATE transaction, so the
+// caps hold across goroutines and processes. INVALID_REQUEST without an ID
+// or for a status other than pending; CONFLICT when the ID exists.
+func (s *Store) CreateApprovalWithin(ctx context.Context, a portcullis.Approval, lim portcullis.PendingLimit) (portcullis.Admission, error) {
+	if a.Status != "" && a.Status != portcullis.ApprovalPending {
+		return portcullis.Admission{}, portcullis.Errorf(portcullis.CodeInvalidRequest, "sqlite: create approval %q: status %q (want pending)", a.ID, a.Status)
+	}
+	ins, err := newApprovalInsert(a)
+	if err != nil {
+		return portcullis.Admission{}, err
+	}
+	agent, session := a.Call.Agent, a.Call.Session
+	var adm portcullis.Admission
+	err = s.write(ctx, "create approval", func(t *tx) error {
+		adm = portcullis.Admission{}
+		var byAgent, bySession int
+		if err := t.QueryRowContext(ctx, countPending, session, agent, t.now).Scan(&byAgent, &bySession); err != nil {
+			return fmt.Errorf("count pending requests: %w", err)
+		}
+		switch {
+		case lim.PerAgent > 0 && byAgent >= lim.PerAgent:
+			adm.Scope, adm.Pending = portcullis.PendingScopeAgent, byAgent
+		case lim.PerSession > 0 && bySession >= lim.PerSession:
+			adm.Scope, adm.Pending = portcullis.PendingScopeSession, bySession
+		}
+		if adm.Scope != "" {
+			key := ""
+			if adm.Scope == portcullis.PendingScopeSession {
+				key = session
+			}
+			res, err := t.ExecContext(ctx, `INSERT INTO approval_refusals (scope, agent, session, refused_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (scope, agent, session) DO NOTHING`, string(adm.Scope), agent, key, t.now)
+			if err != nil {
+				return fmt.Errorf("record the refusal: %w", err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("record the refusal: %w", err)
+			}
+			adm.Notify = n == 1
+			return nil
+		}
+		if _, err := t.ExecContext(ctx, `DELETE FROM approval_refusals WHERE agent = ? AND (scope = 'agent' OR (scope = 'session' AND session = ?))`, agent, session); err != nil {
+			return fmt.Errorf("re-arm the refusal notice: %w", err)
+		}
+		if err := ins.exec(ctx, t); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return portcullis.Errorf(portcullis.CodeConflict, "approval request %q exists", a.ID)
-		}
-		return t.change(ctx, portcullis.ChangeApproval, a.ID)
+		adm.Created = true
+		return nil
 	})
+	if err != nil {
+		return portcullis.Admission{}, err
+	}
+	return adm, nil
+}
+
+// PendingCounts counts the pending, unexpired requests of each agent, most
+// first.
+func (s *Store) PendingCounts(ctx context.Context) ([]portcullis.PendingCount, error) {
+	if err := s.read(ctx, "count pending approvals"); err != nil {
+		return nil, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT agent, count(*) FROM approvals
+		WHERE status = 'pending' AND (expires_at = 0 OR expires_at > ?)
+		GROUP BY agent`, nanos(s.clock.Now()))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count pending approvals: %w", err)
+	}
+	defer rows.Close()
+	out := []portcullis.PendingCount{}
+	for rows.Next() {
+		var c portcullis.PendingCount
+		if err := rows.Scan(&c.Agent, &c.Pending); err != nil {
+			return nil, fmt.Errorf("sqlite: count pending approvals: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: count pending approvals: %w", err)
+	}
+	portcullis.SortPendingCounts(out)
+	return out, nil
 }
 
 // Approval returns an approval request; NOT_FOUND when there is none. A

@@ -1,13 +1,15 @@
 // Package sqlite is the embedded, durable portcullis.Store: one SQLite file
 // (modernc.org/sqlite, pure Go) in WAL mode with synchronous=FULL, so a write
-// has reached the disk when its method returns. Several processes may share
+// has reached the disk when its method returns (Options.Sync = SyncProcess
+// trades that for speed: a write is then in the log, safe from a crash of
+// the process but not of the machine). Several processes may share
 // the file (the gateway and the `portcullis approve` CLI): every write runs
 // in a BEGIN IMMEDIATE transaction, so read-modify-write operations are
 // atomic across goroutines and processes alike, and Watch delivers changes
 // made by any of them.
 //
 // Audit appends are batched: concurrent AppendAudit calls are committed
-// together by one writer goroutine, one fsync for the batch.
+// together by one writer goroutine, one commit (and fsync) for the batch.
 //
 // The package adapts SQLite to the root package's Store interface and does
 // nothing else: it imports only the standard library, the root package and
@@ -51,6 +53,38 @@ type Options struct {
 	// cannot pay every time. A damaged page is then found by the first
 	// query that reads it, and that query's error denies the call.
 	NoQuickCheck bool
+	// Sync is how far a write has gone when its method returns: SyncFull
+	// (the zero value's meaning) or SyncProcess.
+	Sync Sync
+}
+
+// Sync is the durability of a write when the Store method that made it
+// returns.
+type Sync string
+
+const (
+	// SyncFull fsyncs the write-ahead log at every commit
+	// (synchronous=FULL): a returned write survives a crash of the process
+	// or of the machine (power loss, kernel panic). The default.
+	SyncFull Sync = "full"
+	// SyncProcess writes every commit to the write-ahead log, in the
+	// operating system's page cache, without waiting for the disk
+	// (synchronous=NORMAL): a returned write survives a crash or kill -9
+	// of the process, but the last commits before a crash of the machine
+	// may be lost. The file itself is never damaged: checkpoints still
+	// fsync.
+	SyncProcess Sync = "process"
+)
+
+// ParseSync reads a Sync by name ("" is SyncFull).
+func ParseSync(s string) (Sync, error) {
+	switch Sync(s) {
+	case "", SyncFull:
+		return SyncFull, nil
+	case SyncProcess:
+		return SyncProcess, nil
+	}
+	return "", fmt.Errorf("sync %q: want %q (a write survives power loss) or %q (a write survives a crash of the process, not of the machine)", s, SyncFull, SyncProcess)
 }
 
 // Store is a portcullis.Store in one SQLite file. It is safe for concurrent
@@ -61,6 +95,7 @@ type Store struct {
 	log   *slog.Logger
 
 	noQuickCheck bool // Options.NoQuickCheck
+	sync         Sync // Options.Sync, checked
 
 	wdb  *sql.DB // one connection: the writes of this process, in BEGIN IMMEDIATE transactions
 	rdb  *sql.DB // a pool of read-only connections
@@ -102,7 +137,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, noQuickCheck: opts.NoQuickCheck, done: make(chan struct{}), written: make(chan struct{}, 1)}
+	mode, err := ParseSync(string(opts.Sync))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, noQuickCheck: opts.NoQuickCheck, sync: mode, done: make(chan struct{}), written: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = portcullis.SystemClock{}
 	}
@@ -172,7 +211,13 @@ func (s *Store) dsn(kind int) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.Itoa(int(busyTimeout/time.Millisecond))+")")
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(FULL)")
+	if s.sync == SyncProcess {
+		// In WAL mode NORMAL writes each commit to the log without an
+		// fsync; the checkpoint that copies the log into the file fsyncs.
+		q.Add("_pragma", "synchronous(NORMAL)")
+	} else {
+		q.Add("_pragma", "synchronous(FULL)")
+	}
 	q.Add("_pragma", "temp_store(MEMORY)")
 	switch kind {
 	case connWrite:
@@ -362,7 +407,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: open %s: migrate: %w", s.path, err)
 	}
-	s.log.Info("state file migrated", "path", s.path, "from", version, "to", latest)
+	if version == 0 {
+		// A new file: nothing that existed has changed.
+		s.log.Info("state file created", "path", s.path, "schema", latest)
+	} else {
+		s.log.Info("state file migrated", "path", s.path, "from", version, "to", latest)
+	}
 	return nil
 }
 

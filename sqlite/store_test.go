@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -542,5 +543,112 @@ func TestWatchResync(t *testing.T) {
 		case <-deadline:
 			t.Fatal("a watcher that fell behind was not sent a resync")
 		}
+	}
+}
+
+// TestTwoProcessesKeepThePendingCap: approval requests of one agent
+// recorded through two stores on one file at once (as the gateway and the
+// host hooks' processes do) never exceed the cap, and exactly one refusal
+// asks for a notice.
+func TestTwoProcessesKeepThePendingCap(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	path := filepath.Join(t.TempDir(), "state.db")
+	stores := []portcullis.Store{openAt(t, path, clock), openAt(t, path, clock)}
+	const limit, callers = 6, 48
+	lim := portcullis.PendingLimit{PerAgent: limit, PerSession: limit}
+	var created, notified atomic.Int32
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			apr := portcullis.Approval{
+				ID: "apr_" + strconv.Itoa(i), Status: portcullis.ApprovalPending, Tool: "w", Level: portcullis.ConfirmSingleUse,
+				Call:      portcullis.Call{Tool: "w", Session: "s" + strconv.Itoa(i%3), Agent: "flood", Args: map[string]any{"n": i}},
+				CreatedAt: clock.Now(), ExpiresAt: clock.Now().Add(time.Minute), ArgsDigest: "sha256:" + strconv.Itoa(i),
+			}
+			adm, err := stores[i%2].CreateApprovalWithin(ctx, apr, lim)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if adm.Created {
+				created.Add(1)
+			}
+			if adm.Notify {
+				notified.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := created.Load(); got != limit {
+		t.Errorf("%d requests of one agent through two stores, cap %d: %d created; want exactly %d", callers, limit, got, limit)
+	}
+	if got := notified.Load(); got != 1 {
+		t.Errorf("refusals through two stores asked for %d notices; want exactly 1", got)
+	}
+}
+
+// TestTamper edits the audit table of a real SQLite file through a
+// connection of its own, as anyone who can write the file can.
+func TestTamper(t *testing.T) {
+	storetest.RunTamper(t, func(t testing.TB, clock portcullis.Clock) (portcullis.Store, storetest.ColumnEditor) {
+		path := filepath.Join(t.TempDir(), "state.db")
+		s, err := sqlite.Open(context.Background(), path, sqlite.Options{Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := db.Close(); err != nil {
+				t.Errorf("close the editing connection: %v", err)
+			}
+		})
+		return s, func(t testing.TB, seq int64, column string, value any) {
+			t.Helper()
+			if at, ok := value.(time.Time); ok {
+				value = at.UnixNano()
+			}
+			res, err := db.Exec(`UPDATE audit SET `+column+` = ? WHERE seq = ?`, value, seq)
+			if err != nil {
+				t.Fatalf("edit row %d's %s: %v", seq, column, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				t.Fatalf("edit row %d's %s: %d rows, %v", seq, column, n, err)
+			}
+		}
+	})
+}
+
+// TestSync opens the store with each durability and checks the writing
+// connection's synchronous setting, and refuses an unknown one by name.
+func TestSync(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		sync sqlite.Sync
+		want int
+	}{{"", 2}, {sqlite.SyncFull, 2}, {sqlite.SyncProcess, 1}} {
+		s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"), sqlite.Options{Sync: tc.sync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.WriterSynchronous(ctx)
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != tc.want {
+			t.Errorf("Sync %q: PRAGMA synchronous = %d; want %d", tc.sync, n, tc.want)
+		}
+	}
+	_, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"), sqlite.Options{Sync: "normal"})
+	if err == nil || !strings.Contains(err.Error(), `sync "normal": want "full"`) {
+		t.Errorf("Open with Sync normal = %v; want it refused by name", err)
 	}
 }

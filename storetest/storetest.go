@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,6 +64,8 @@ func Run(t *testing.T, open Opener) {
 		{"SingleUseGrantConcurrency", testSingleUseConcurrency},
 		{"Approvals", testApprovals},
 		{"ApprovalDecidedOnce", testApprovalDecidedOnce},
+		{"PendingCaps", testPendingCaps},
+		{"PendingCapConcurrency", testPendingCapConcurrency},
 		{"Blocks", testBlocks},
 		{"Challenges", testChallenges},
 		{"FailedAttempts", testFailedAttempts},
@@ -402,6 +406,138 @@ func testApprovalDecidedOnce(t *testing.T, open Opener) {
 	}
 }
 
+// admit calls CreateApprovalWithin and checks what it did.
+func admit(t *testing.T, s portcullis.Store, a portcullis.Approval, lim portcullis.PendingLimit, want portcullis.Admission) {
+	t.Helper()
+	got, err := s.CreateApprovalWithin(context.Background(), a, lim)
+	if err != nil {
+		t.Fatalf("CreateApprovalWithin(%s, agent %q, session %q) = %v", a.ID, a.Call.Agent, a.Call.Session, err)
+	}
+	if got != want {
+		t.Fatalf("CreateApprovalWithin(%s, agent %q, session %q) = %+v; want %+v", a.ID, a.Call.Agent, a.Call.Session, got, want)
+	}
+}
+
+func pendingCounts(t *testing.T, s portcullis.Store) string {
+	t.Helper()
+	b, err := json.Marshal(r(s.PendingCounts(context.Background())).must(t))
+	noErr(t, err)
+	return string(b)
+}
+
+func testPendingCaps(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s, clock := newStore(t, open)
+	lim := portcullis.PendingLimit{PerAgent: 3, PerSession: 2}
+	created := portcullis.Admission{Created: true}
+	if got := pendingCounts(t, s); got != "[]" {
+		t.Fatalf("PendingCounts(empty store) = %s; want []", got)
+	}
+
+	a1 := approval(clock, "apr_1", "s1", "bot")
+	admit(t, s, a1, lim, created)
+	sameApproval(t, "Approval(apr_1) after CreateApprovalWithin", r(s.Approval(ctx, "apr_1")).must(t), a1)
+	clock.Advance(time.Second)
+	admit(t, s, approval(clock, "apr_2", "s1", "bot"), lim, created)
+	// The session is full: the first refusal says to tell a person, the
+	// next ones do not.
+	admit(t, s, approval(clock, "apr_3", "s1", "bot"), lim, portcullis.Admission{Scope: portcullis.PendingScopeSession, Pending: 2, Notify: true})
+	admit(t, s, approval(clock, "apr_4", "s1", "bot"), lim, portcullis.Admission{Scope: portcullis.PendingScopeSession, Pending: 2})
+	_, err := s.Approval(ctx, "apr_3")
+	wantCode(t, "Approval(refused apr_3)", err, portcullis.CodeNotFound)
+	// Another session of the agent still has room, up to the agent's cap.
+	admit(t, s, approval(clock, "apr_5", "s2", "bot"), lim, created)
+	admit(t, s, approval(clock, "apr_6", "s3", "bot"), lim, portcullis.Admission{Scope: portcullis.PendingScopeAgent, Pending: 3, Notify: true})
+	admit(t, s, approval(clock, "apr_7", "s4", "bot"), lim, portcullis.Admission{Scope: portcullis.PendingScopeAgent, Pending: 3})
+	// A session is counted within its agent: another agent naming the
+	// same session is not refused.
+	admit(t, s, approval(clock, "apr_8", "s1", "other"), lim, created)
+	if got, want := pendingCounts(t, s), `[{"agent":"bot","pending":3},{"agent":"other","pending":1}]`; got != want {
+		t.Fatalf("PendingCounts = %s; want %s", got, want)
+	}
+
+	// A person answers one: there is room for one more, and the next
+	// refusal tells a person again.
+	r(s.DecideApproval(ctx, "apr_5", portcullis.ApprovalDecision{Status: portcullis.ApprovalDenied, By: "ann", At: clock.Now()})).must(t)
+	admit(t, s, approval(clock, "apr_9", "s5", "bot"), lim, created)
+	admit(t, s, approval(clock, "apr_10", "s6", "bot"), lim, portcullis.Admission{Scope: portcullis.PendingScopeAgent, Pending: 3, Notify: true})
+	// The full session's notice is still owed to nobody: it was given.
+	admit(t, s, approval(clock, "apr_11", "s1", "bot"), lim, portcullis.Admission{Scope: portcullis.PendingScopeAgent, Pending: 3})
+
+	// Zero limits do not cap.
+	admit(t, s, approval(clock, "apr_12", "s1", "bot"), portcullis.PendingLimit{}, created)
+	// Expired requests do not count.
+	clock.Advance(time.Hour)
+	if got := pendingCounts(t, s); got != "[]" {
+		t.Fatalf("PendingCounts after every request expired = %s; want []", got)
+	}
+	admit(t, s, approval(clock, "apr_13", "s1", "bot"), lim, created)
+
+	_, err = s.CreateApprovalWithin(ctx, approval(clock, "apr_13", "s9", "bot"), lim)
+	wantCode(t, "CreateApprovalWithin(duplicate id)", err, portcullis.CodeConflict)
+	_, err = s.CreateApprovalWithin(ctx, portcullis.Approval{Status: portcullis.ApprovalPending}, lim)
+	wantCode(t, "CreateApprovalWithin(no id)", err, portcullis.CodeInvalidRequest)
+	decided := approval(clock, "apr_14", "s9", "bot")
+	decided.Status = portcullis.ApprovalApproved
+	_, err = s.CreateApprovalWithin(ctx, decided, lim)
+	wantCode(t, "CreateApprovalWithin(status approved)", err, portcullis.CodeInvalidRequest)
+}
+
+// testPendingCapConcurrency: many concurrent requests of one agent never
+// leave more pending than the cap, and exactly one refusal asks for a
+// notice; another agent is not refused.
+func testPendingCapConcurrency(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s, clock := newStore(t, open)
+	const limit, callers = 5, 40
+	lim := portcullis.PendingLimit{PerAgent: limit, PerSession: limit}
+	var created, notified atomic.Int32
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Half in one session, half each in its own.
+			session := "s"
+			if i%2 == 1 {
+				session = fmt.Sprintf("s%d", i)
+			}
+			adm, err := s.CreateApprovalWithin(ctx, approval(clock, fmt.Sprintf("apr_%d", i), session, "flood"), lim)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if adm.Created {
+				created.Add(1)
+			}
+			if adm.Notify {
+				notified.Add(1)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		adm, err := s.CreateApprovalWithin(ctx, approval(clock, "apr_other", "s", "other"), lim)
+		if err != nil || !adm.Created {
+			t.Errorf("CreateApprovalWithin(another agent, during the flood) = %+v, %v; want created", adm, err)
+		}
+	}()
+	wg.Wait()
+	if got := created.Load(); got != limit {
+		t.Errorf("%d concurrent requests of one agent, cap %d: %d created; want exactly %d", callers, limit, got, limit)
+	}
+	// With equal caps the agent's is reached first (a session's requests
+	// are some of its agent's): one cap, one notice.
+	if got := notified.Load(); got != 1 {
+		t.Errorf("%d refusals asked for %d notices; want exactly 1", callers-limit, got)
+	}
+	n := len(r(s.Approvals(ctx, portcullis.ApprovalFilter{Status: portcullis.ApprovalPending, Agent: "flood", Limit: 1000})).must(t))
+	if n != limit {
+		t.Errorf("pending requests of the flooding agent = %d; want %d", n, limit)
+	}
+}
+
 func testBlocks(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s, clock := newStore(t, open)
@@ -610,6 +746,18 @@ func testAuditAppend(t *testing.T, open Opener) {
 	if v := verify(t, s); !v.OK() || v.Rows != 3 || v.HeadHash != batch[1].Hash {
 		t.Fatalf("VerifyAudit = %+v; want 3 rows ok, head %s", v, batch[1].Hash)
 	}
+	// ScanAudit returns the columns queries filter on, for VerifyAudit to
+	// check against the bodies.
+	noErr(t, s.ScanAudit(ctx, 0, func(rec portcullis.AuditRecord) (bool, error) {
+		ev, err := rec.Event()
+		if err != nil {
+			return false, err
+		}
+		if c := rec.Columns; c == nil || c.Outcome != ev.Outcome || c.Tool != ev.Tool || c.Session != ev.Session || c.DecisionID != ev.DecisionID || !c.Time.Equal(ev.Time.Truncate(max(c.TimeUnit, 1))) {
+			t.Errorf("ScanAudit row %d: columns %+v; want those of %s", rec.Seq, c, rec.Body)
+		}
+		return true, nil
+	}))
 	if _, err := s.AppendAudit(ctx); err != nil {
 		t.Fatalf("AppendAudit() with no events: %v", err)
 	}
@@ -789,5 +937,131 @@ func testCanceled(t *testing.T, open Opener) {
 	}
 	if _, _, err := s.Block(ctx, "bot"); err == nil {
 		t.Error("Block with a canceled context succeeded")
+	}
+}
+
+// ColumnEditor changes one column of one audit row in the store's own
+// table, behind the store's back, as anyone who can write the database
+// file or log in to the database can. column is the column's name in the
+// stores' tables: a copied column (kind, decision_id, session, agent, tool,
+// outcome: value is a string; time: value is a time.Time) or the chain's
+// own (body: []byte; prev_hash, hash: string).
+type ColumnEditor func(t testing.TB, seq int64, column string, value any)
+
+// EditableOpener returns a new, empty store and an editor of its audit
+// table. The suite closes the store when the test ends.
+type EditableOpener func(t testing.TB, clock portcullis.Clock) (portcullis.Store, ColumnEditor)
+
+// RunTamper runs the tamper tests: a column edited alone, and a chain
+// rewritten consistently after its head was kept, against stores whose
+// audit table the suite can edit.
+func RunTamper(t *testing.T, open EditableOpener) {
+	t.Run("AuditCopiedColumnEdited", func(t *testing.T) { testCopiedColumnEdited(t, open) })
+	t.Run("AuditRewrittenAfterAnchor", func(t *testing.T) { testRewrittenAfterAnchor(t, open) })
+}
+
+func openEditable(t *testing.T, open EditableOpener) (portcullis.Store, ColumnEditor, *Clock) {
+	t.Helper()
+	clock := NewClock()
+	s, edit := open(t, clock)
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s, edit, clock
+}
+
+// testCopiedColumnEdited edits each copied column of one row alone: the
+// queries that filter on it see the forgery, so verify must name the row
+// and the column.
+func testCopiedColumnEdited(t *testing.T, open EditableOpener) {
+	for _, tc := range []struct {
+		column string
+		value  any
+		query  portcullis.AuditQuery // lists the forged row only because of the edit
+	}{
+		{"outcome", "allow", portcullis.AuditQuery{Outcome: portcullis.OutcomeAllow}},
+		{"kind", "approval", portcullis.AuditQuery{Kind: portcullis.AuditApproval}},
+		{"decision_id", "d9", portcullis.AuditQuery{}},
+		{"session", "other", portcullis.AuditQuery{Session: "other"}},
+		{"agent", "someone-else", portcullis.AuditQuery{Agent: "someone-else"}},
+		{"tool", "list", portcullis.AuditQuery{Tool: "list"}},
+		{"time", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), portcullis.AuditQuery{Until: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)}},
+	} {
+		t.Run(tc.column, func(t *testing.T) {
+			ctx := context.Background()
+			s, edit, clock := openEditable(t, open)
+			for i, o := range []portcullis.Outcome{portcullis.OutcomeAllow, portcullis.OutcomeDeny, portcullis.OutcomeAllow} {
+				r(s.AppendAudit(ctx, event(i+1, clock, "s1", "bot", "delete", o))).must(t)
+				clock.Advance(time.Second)
+			}
+			if v := verify(t, s); !v.OK() {
+				t.Fatalf("VerifyAudit before the edit = %+v; want ok", v)
+			}
+			edit(t, 2, tc.column, tc.value)
+			if tc.column != "decision_id" {
+				var seqs []int64
+				for _, rec := range r(s.QueryAudit(ctx, tc.query)).must(t) {
+					seqs = append(seqs, rec.Seq)
+				}
+				if !slices.Contains(seqs, 2) {
+					t.Fatalf("QueryAudit(%+v) after editing %s = %v; the edit should have made row 2 match", tc.query, tc.column, seqs)
+				}
+			}
+			v := verify(t, s)
+			if v.OK() || v.BadSeq != 2 || v.Column != tc.column {
+				t.Fatalf("VerifyAudit after editing row 2's %s column = %+v; want row 2 and column %s named", tc.column, v, tc.column)
+			}
+		})
+	}
+}
+
+// testRewrittenAfterAnchor rewrites the log from row 2 on, every hash
+// recomputed, after its head was noted: the chain is consistent and
+// verifies alone, but not against the head that was kept.
+func testRewrittenAfterAnchor(t *testing.T, open EditableOpener) {
+	ctx := context.Background()
+	s, edit, clock := openEditable(t, open)
+	var recs []portcullis.AuditRecord
+	for i, o := range []portcullis.Outcome{portcullis.OutcomeAllow, portcullis.OutcomeDeny, portcullis.OutcomeAllow} {
+		recs = append(recs, r(s.AppendAudit(ctx, event(i+1, clock, "s1", "bot", "delete", o))).must(t)...)
+		clock.Advance(time.Second)
+	}
+	head := portcullis.AuditAnchor{Seq: recs[2].Seq, Hash: recs[2].Hash, From: "the noted head"}
+	// Rewrite row 2 (deny becomes allow, in the body and its column) and
+	// re-chain every row after it.
+	prev := recs[0].Hash
+	for i := 1; i < len(recs); i++ {
+		ev := r(recs[i].Event()).must(t)
+		if i == 1 {
+			ev.Outcome = portcullis.OutcomeAllow
+			ev.Decision.Outcome = portcullis.OutcomeAllow
+			edit(t, recs[i].Seq, "outcome", string(ev.Outcome))
+		}
+		body := r(portcullis.EncodeAuditBody(&ev)).must(t)
+		hash := portcullis.ChainHash(prev, recs[i].Seq, body)
+		edit(t, recs[i].Seq, "body", body)
+		edit(t, recs[i].Seq, "prev_hash", prev)
+		edit(t, recs[i].Seq, "hash", hash)
+		prev = hash
+	}
+	if v := verify(t, s); !v.OK() || v.Rows != 3 {
+		t.Fatalf("VerifyAudit of the consistently rewritten log = %+v; want it to verify alone", v)
+	}
+	v, err := portcullis.VerifyAuditAnchors(ctx, s, nil, []portcullis.AuditAnchor{head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.OK() || v.BadSeq != head.Seq || !strings.Contains(v.Problem, "the noted head") {
+		t.Fatalf("VerifyAuditAnchors(head %d) of the rewritten log = %+v; want row %d named as rewritten", head.Seq, v, head.Seq)
+	}
+	// A head kept beyond the end: rows were removed from the end.
+	v, err = portcullis.VerifyAuditAnchors(ctx, s, nil, []portcullis.AuditAnchor{{Seq: 9, Hash: "sha256:x", From: "w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.OK() || v.BadSeq != 4 {
+		t.Fatalf("VerifyAuditAnchors(head beyond the end) = %+v; want row 4 missing", v)
 	}
 }

@@ -59,8 +59,11 @@ func (v *Validator) cacheKey(vw *view, rulesHash [sha256.Size]byte) key {
 	if vw.mode == portcullis.ValidateContextual {
 		h.WriteString(vw.trigger)
 		h.WriteBool(vw.userPresent)
+		h.WriteString(string(vw.source))
 		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(vw.omitted))
+		binary.BigEndian.PutUint64(n[:], uint64(vw.omittedUser))
+		h.h.Write(n[:])
+		binary.BigEndian.PutUint64(n[:], uint64(vw.omittedOther))
 		h.h.Write(n[:])
 		for _, m := range vw.convo {
 			h.WriteString(m.Role)

@@ -11,8 +11,11 @@
 //     rules file and the action, nothing else — no conversation, no trigger,
 //     no presence — so nothing the agent was told can charm it;
 //   - contextual (seed 004, Dispatch): the model also sees the user's prose
-//     policy document, the newest part of the conversation, the trigger of an
-//     automated run and whether the user is present.
+//     policy document, the conversation (the user's own newest messages first,
+//     then the newest agent and tool messages, with a count of each left
+//     out), the trigger of an automated run and whether the user is present.
+//     What the agent stated itself (ContextSource agent) is shown as the
+//     agent's unverified claims, never as the user's words.
 //
 // Everything that comes from the agent is data. Each piece of data sits in a
 // block delimited by markers carrying a fresh random nonce, and any "<<<" in
@@ -23,9 +26,13 @@
 // only when the model's answer is exactly one well-formed verdict object
 // saying "allow". A missing, unreadable or empty rules file, a timeout, a
 // cancelled context, a transport error after the bounded retries, a refusal,
-// a truncated or malformed answer, prose, two objects, an unknown field, a
-// confidence outside 0..1, or a panicking model all give a deny with
-// FailClosed set. It never panics outward, never caches a fail-closed
+// a truncated or malformed answer, prose, two objects, a second tool call or
+// choice, text beside a structured verdict, an unknown field, a confidence
+// outside 0..1, a panicking model, or an agent past its budget of model
+// calls all give a deny with FailClosed set. Nor must it tell the agent what
+// a provider said when it failed: the verdict says only that the validator
+// is unavailable (and the HTTP status); the provider's text goes to the
+// log, with credentials masked. It never panics outward, never caches a fail-closed
 // verdict, and never lowers a decision: the gate treats an allow as "no
 // objection", not as a permission.
 package validator

@@ -48,7 +48,9 @@ type answer struct {
 // the caller turns into a fail-closed deny, for anything that is not exactly
 // one well-formed verdict object: a refusal, a truncated or empty answer,
 // prose, two objects, trailing text, a missing or unknown field, a duplicate
-// key, a verdict other than "allow" or "deny", or a confidence outside 0..1.
+// key, a verdict other than "allow" or "deny", a confidence outside 0..1, or
+// any other part beside the answer (a second tool call or choice, text
+// beside a structured verdict: ModelAnswer.Others).
 // Surrounding whitespace is allowed; when the answer is not Structured, so is
 // one ```json fenced block holding the object and nothing else.
 func parseAnswer(a portcullis.ModelAnswer) (answer, error) {
@@ -57,6 +59,11 @@ func parseAnswer(a portcullis.ModelAnswer) (answer, error) {
 		return answer{}, fmt.Errorf("the model refused to answer")
 	case a.Truncated:
 		return answer{}, fmt.Errorf("the model's answer was cut off")
+	}
+	for _, o := range a.Others {
+		if strings.TrimSpace(o) != "" {
+			return answer{}, fmt.Errorf("the model's answer holds more than its one verdict (another verdict, or text beside it): %s", quoteStart(strings.TrimSpace(o)))
+		}
 	}
 	text := strings.TrimSpace(a.Text)
 	if text == "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/validator/internal/failure"
 )
 
 // Config configures a Validator. The zero value of each field is its
@@ -48,8 +49,12 @@ type Config struct {
 	// PolicyHash identifies the policy in force; it is part of the cache
 	// key, so a policy change does not reuse old verdicts.
 	PolicyHash string
-	// Clock tells the time for the cache and the latency; default the wall
-	// clock.
+	// Budget bounds the model calls made for one agent; past it a request
+	// is denied fail-closed with OverBudget set and a reason telling the
+	// agent to wait. The zero value is the default budget.
+	Budget Budget
+	// Clock tells the time for the cache, the budget and the latency;
+	// default the wall clock.
 	Clock portcullis.Clock
 	// Logger receives one event per validation that failed closed; default
 	// none.
@@ -81,6 +86,7 @@ type Validator struct {
 	mu      sync.Mutex
 	cache   cache
 	flights map[key]*flight
+	budgets map[string]*agentBudget
 }
 
 var _ portcullis.Validator = (*Validator)(nil)
@@ -117,6 +123,7 @@ func New(m portcullis.Model, cfg Config) (*Validator, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = portcullis.SystemClock{}
 	}
+	cfg.Budget = cfg.Budget.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -135,6 +142,7 @@ func New(m portcullis.Model, cfg Config) (*Validator, error) {
 		stateless: rulesFile{path: cfg.RulesFile},
 		policy:    rulesFile{path: cfg.PolicyDocument},
 		flights:   make(map[key]*flight),
+		budgets:   make(map[string]*agentBudget),
 	}
 	v.provider, v.modelName, _ = strings.Cut(v.name, "/")
 	if v.modelName == "" {
@@ -153,7 +161,8 @@ func (v *Validator) Validate(ctx context.Context, req portcullis.ValidationReque
 	defer func() {
 		if r := recover(); r != nil {
 			// Validate itself must never panic outward.
-			vd, err = v.failClosed(start, "", fmt.Sprintf("the validator failed internally: %v", r)), nil
+			v.cfg.Logger.Error("validator panicked", "model", v.name, "detail", failure.Mask(fmt.Sprint(r)))
+			vd, err = v.failClosed(start, "", "the validator failed internally; the call is refused"), nil
 		}
 	}()
 	mode := req.Mode
@@ -196,7 +205,14 @@ func (v *Validator) Validate(ctx context.Context, req portcullis.ValidationReque
 	}
 	f := v.flights[k]
 	if f == nil {
-		f = v.startFlight(ctx, k, vw)
+		// Only a new model call costs the agent's budget.
+		if why, ok := v.spend(req.Agent, start); !ok {
+			v.mu.Unlock()
+			vd := v.failClosed(start, "", why)
+			vd.OverBudget = true
+			return vd, nil
+		}
+		f = v.startFlight(ctx, k, vw, req.Agent)
 	}
 	f.waiters++
 	v.mu.Unlock()
@@ -240,7 +256,12 @@ func makeView(mode portcullis.ValidationMode, rules string, req *portcullis.Vali
 		policyWrite: req.PolicyWrite,
 	}
 	if mode == portcullis.ValidateContextual {
-		vw.convo, vw.omitted = window(req.Conversation)
+		vw.trusted = req.ContextSource.Trusted()
+		vw.source = req.ContextSource
+		if vw.source == "" {
+			vw.source = portcullis.ContextCaller
+		}
+		vw.convo, vw.omittedUser, vw.omittedOther = window(req.Conversation, vw.trusted)
 		vw.trigger = cut(req.Trigger, maxTriggerBytes)
 		vw.userPresent = req.UserPresent
 	}
@@ -268,17 +289,18 @@ type flight struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	promptHash string // set before the flight starts
+	agent      string // whose budget the call is spent from
 	verdict    portcullis.Verdict
 	waiters    int // guarded by Validator.mu
 }
 
 // startFlight starts the model call for k. v.mu is held.
-func (v *Validator) startFlight(ctx context.Context, k key, vw *view) *flight {
+func (v *Validator) startFlight(ctx context.Context, k key, vw *view, agent string) *flight {
 	p := buildPrompt(vw)
 	// The call outlives any one caller (others may share it) but not the
 	// timeout, and is cancelled when every caller has gone.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.cfg.Timeout)
-	f := &flight{ctx: fctx, cancel: cancel, done: make(chan struct{}), promptHash: p.hash}
+	f := &flight{ctx: fctx, cancel: cancel, done: make(chan struct{}), promptHash: p.hash, agent: agent}
 	v.flights[k] = f
 	go v.run(k, f, p)
 	return f
@@ -301,14 +323,18 @@ func (v *Validator) leave(k key, f *flight) {
 // a well-formed verdict.
 func (v *Validator) run(k key, f *flight, p prompt) {
 	start := v.cfg.Clock.Now()
-	vd, ok := v.judge(f.ctx, p)
+	vd, ok, detail := v.judge(f.ctx, p)
 	vd.Provider, vd.PromptHash = v.provider, p.hash
 	if vd.Model == "" {
 		vd.Model = v.modelName
 	}
 	if !ok {
 		vd.Allow, vd.FailClosed, vd.WhatWouldAuthorize = false, true, failClosedWWA
-		v.cfg.Logger.Warn("validator failed closed", "model", v.name, "reason", vd.Reasoning, "promptHash", p.hash)
+		attrs := []any{"model", v.name, "reason", vd.Reasoning, "promptHash", p.hash}
+		if detail != "" {
+			attrs = append(attrs, "detail", detail)
+		}
+		v.cfg.Logger.Warn("validator failed closed", attrs...)
 	}
 	v.mu.Lock()
 	if ok && v.cfg.CacheTTL > 0 {
@@ -317,15 +343,18 @@ func (v *Validator) run(k key, f *flight, p prompt) {
 	if v.flights[k] == f {
 		delete(v.flights, k)
 	}
+	v.refund(f.agent)
 	f.verdict = vd
 	v.mu.Unlock()
 	close(f.done)
 	f.cancel()
 }
 
-// judge asks the model, retrying retryable errors, and returns the verdict
-// and whether it is well-formed (cacheable).
-func (v *Validator) judge(ctx context.Context, p prompt) (portcullis.Verdict, bool) {
+// judge asks the model, retrying retryable errors, and returns the verdict,
+// whether it is well-formed (cacheable), and for a failed call the detail
+// for operators (the provider's error, credentials masked), which the
+// verdict does not carry: the agent is told a fixed text.
+func (v *Validator) judge(ctx context.Context, p prompt) (portcullis.Verdict, bool, string) {
 	var (
 		ans      portcullis.ModelAnswer
 		err      error
@@ -348,30 +377,44 @@ func (v *Validator) judge(ctx context.Context, p prompt) (portcullis.Verdict, bo
 		}
 		backoff *= 2
 	}
+	var detail string
+	if err != nil {
+		detail = fmt.Sprintf("%s (%d attempts)", failure.Mask(cut(err.Error(), 2000)), attempts)
+	}
 	switch {
 	case ctx.Err() != nil:
-		return portcullis.Verdict{Reasoning: ctxReason(ctx.Err(), v.cfg.Timeout)}, false
+		return portcullis.Verdict{Reasoning: ctxReason(ctx.Err(), v.cfg.Timeout)}, false, detail
 	case errors.Is(err, errPanic):
-		return portcullis.Verdict{Reasoning: "the validator's model failed: " + cut(err.Error(), 300)}, false
+		return portcullis.Verdict{Reasoning: "the validator failed internally; the call is refused"}, false, detail
 	case err != nil:
-		how := ""
-		if attempts > 1 {
-			how = fmt.Sprintf(" after %d attempts", attempts)
-		}
-		return portcullis.Verdict{Reasoning: fmt.Sprintf("the validator's model call failed%s: %s", how, cut(err.Error(), 300))}, false
+		return portcullis.Verdict{Reasoning: v.unavailable(err)}, false, detail
 	}
 	a, perr := parseAnswer(ans)
 	vd := portcullis.Verdict{Model: ans.Model}
 	if perr != nil {
-		vd.Reasoning = "the validator's answer is not a clear verdict: " + perr.Error()
-		return vd, false
+		vd.Reasoning = "the validator's answer is not a clear verdict: " + failure.Mask(perr.Error())
+		return vd, false, ""
 	}
 	vd.Allow, vd.Reasoning, vd.WhatWouldAuthorize, vd.Confidence = a.allow, a.reasoning, a.whatWouldAuthorize, a.confidence
 	if vd.Allow && a.confidence < v.cfg.MinConfidence {
 		vd.Allow = false
 		vd.Reasoning = fmt.Sprintf("the validator allowed with confidence %.2f, below the required %.2f: %s", a.confidence, v.cfg.MinConfidence, a.reasoning)
 	}
-	return vd, true
+	return vd, true, ""
+}
+
+// unavailable is what the agent is told of a model call that failed: a
+// fixed text with the HTTP status, when there is one, and nothing of the
+// provider's own text, which may echo a key or the prompt.
+func (v *Validator) unavailable(err error) string {
+	var hs interface{ HTTPStatus() int }
+	if errors.As(err, &hs) && hs.HTTPStatus() > 0 {
+		return fmt.Sprintf("the validator is unavailable (HTTP %d); the call is refused", hs.HTTPStatus())
+	}
+	if v.provider == "command" {
+		return "the validator's program failed; the call is refused"
+	}
+	return "the validator is unreachable; the call is refused"
 }
 
 var errPanic = errors.New("the model panicked")
@@ -402,7 +445,7 @@ const failClosedWWA = "nothing the agent can say: the validator could not judge 
 
 // failClosed is a deny for an action the validator could not judge.
 func (v *Validator) failClosed(start time.Time, promptHash, reason string) portcullis.Verdict {
-	v.cfg.Logger.Warn("validator failed closed", "model", v.name, "reason", reason)
+	v.cfg.Logger.Warn("validator failed closed", "model", v.name, "reason", failure.Mask(reason))
 	return portcullis.Verdict{
 		Reasoning:          reason,
 		WhatWouldAuthorize: failClosedWWA,

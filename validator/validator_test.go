@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,7 +259,7 @@ func TestFaults(t *testing.T) {
 			ask: func(int32, context.Context) (portcullis.ModelAnswer, error) {
 				return portcullis.ModelAnswer{}, errors.New("401 invalid key")
 			},
-			wantCalls: 1, reason: "401 invalid key",
+			wantCalls: 1, reason: "the validator is unreachable; the call is refused",
 		},
 		{
 			name: "retryable then success",
@@ -275,7 +276,7 @@ func TestFaults(t *testing.T) {
 			ask: func(int32, context.Context) (portcullis.ModelAnswer, error) {
 				return portcullis.ModelAnswer{}, validator.Retryable(transient)
 			},
-			wantCalls: 3, reason: "after 3 attempts",
+			wantCalls: 3, reason: "the validator is unreachable; the call is refused",
 		},
 		{
 			name: "provider's own retryable type",
@@ -283,7 +284,7 @@ func TestFaults(t *testing.T) {
 			ask: func(int32, context.Context) (portcullis.ModelAnswer, error) {
 				return portcullis.ModelAnswer{}, fmt.Errorf("post: %w", rateLimited{})
 			},
-			wantCalls: 2, reason: "429",
+			wantCalls: 2, reason: "the validator is unavailable (HTTP 429); the call is refused",
 		},
 		{
 			name: "no retries",
@@ -291,14 +292,14 @@ func TestFaults(t *testing.T) {
 			ask: func(int32, context.Context) (portcullis.ModelAnswer, error) {
 				return portcullis.ModelAnswer{}, validator.Retryable(transient)
 			},
-			wantCalls: 1, reason: "503",
+			wantCalls: 1, reason: "the validator is unreachable; the call is refused",
 		},
 		{
 			name: "panic",
 			ask: func(int32, context.Context) (portcullis.ModelAnswer, error) {
 				panic("boom")
 			},
-			wantCalls: 1, reason: "panicked",
+			wantCalls: 1, reason: "the validator failed internally; the call is refused",
 		},
 		{
 			name: "retries stop at the timeout",
@@ -334,6 +335,7 @@ type rateLimited struct{}
 
 func (rateLimited) Error() string   { return "429 too many requests" }
 func (rateLimited) Retryable() bool { return true }
+func (rateLimited) HTTPStatus() int { return http.StatusTooManyRequests }
 
 func TestIsRetryable(t *testing.T) {
 	base := errors.New("x")

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -153,20 +155,32 @@ func userName() string {
 }
 
 // peopleError turns what a person can fix or must know (a request already
-// answered, a wrong token, a missing request) into exit status 1 with the
-// message alone.
+// answered, a wrong token) into exit status 1 and an unknown ID into exit
+// status 2 like every bad input, with the message alone; a gateway that
+// does not answer is named with the command that runs it.
 func peopleError(err error) error {
-	var ce *client.Error
 	msg := err.Error()
-	if errors.As(err, &ce) {
-		msg = ce.Message
+	var pe *portcullis.Error
+	if errors.As(err, &pe) {
+		msg = pe.Message
 	}
 	switch portcullis.ErrorCode(err) {
-	case portcullis.CodeNotFound, portcullis.CodeConflict, portcullis.CodeVerificationFailed, portcullis.CodeRateLimited,
+	case portcullis.CodeConflict, portcullis.CodeVerificationFailed, portcullis.CodeRateLimited,
 		"UNAUTHORIZED", "FORBIDDEN":
 		return &exitError{code: 1, msg: msg}
+	case portcullis.CodeNotFound:
+		return &exitError{code: 2, msg: msg + " (portcullis approvals lists the requests, portcullis grants the grants)"}
 	case portcullis.CodeInvalidRequest:
 		return &exitError{code: 2, msg: msg}
+	}
+	var ue *url.Error
+	var oe *net.OpError
+	if errors.As(err, &ue) && errors.As(err, &oe) && oe.Op == "dial" {
+		base := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			base = u.Scheme + "://" + u.Host
+		}
+		return &exitError{code: 2, msg: fmt.Sprintf("no gateway answers at %s (%v): is `portcullis serve` running at %s? (--gateway or $PORTCULLIS_GATEWAY names it)", base, oe.Err, base)}
 	}
 	return err
 }
@@ -479,7 +493,14 @@ func runGrants(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return failed[0]
 		}
 		if len(failed) > 1 {
-			return &exitError{code: 1, msg: errors.Join(failed...).Error()}
+			// The status of the worst: 2 when an ID is unknown.
+			code := 1
+			for _, err := range failed {
+				if ee, ok := err.(*exitError); ok {
+					code = max(code, ee.code)
+				}
+			}
+			return &exitError{code: code, msg: errors.Join(failed...).Error()}
 		}
 		return nil
 	}

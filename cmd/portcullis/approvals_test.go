@@ -85,8 +85,8 @@ func TestApprovalsOnTheStore(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "", "deny", ids[1], "--reason", "not now", "--state", dir); code != 0 || !strings.Contains(stdout, "denied "+ids[1]) {
 		t.Fatalf("deny: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, _, stderr := runCLI(t, "", "approve", "apr_nope", "--state", dir); code != 1 || !strings.Contains(stderr, "apr_nope") {
-		t.Fatalf("approve a missing request: exit %d, %s; want exit 1", code, stderr)
+	if code, _, stderr := runCLI(t, "", "approve", "apr_nope", "--state", dir); code != 2 || stderr != "portcullis: no approval request \"apr_nope\" (portcullis approvals lists the requests, portcullis grants the grants)\n" {
+		t.Fatalf("approve a missing request: exit %d, %s; want exit 2, the message alone and where to find the IDs", code, stderr)
 	}
 	if ids := pendingIDs(t, "--state", dir); len(ids) != 0 {
 		t.Fatalf("pending after both answers: %v", ids)
@@ -110,8 +110,8 @@ func TestApprovalsOnTheStore(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "", "grants", "revoke", g.ID, "--state", dir, "--as", "bo"); code != 0 || stdout != "revoked "+g.ID+"\n" {
 		t.Fatalf("grants revoke: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, _, _ := runCLI(t, "", "grants", "revoke", g.ID, "--state", dir); code != 1 {
-		t.Fatalf("grants revoke twice: exit %d; want 1", code)
+	if code, _, _ := runCLI(t, "", "grants", "revoke", g.ID, "--state", dir); code != 2 {
+		t.Fatalf("grants revoke twice: exit %d; want 2, the grant is gone", code)
 	}
 	if code, stdout, _ := runCLI(t, "", "grants", "--state", dir); code != 0 || stdout != "no grants\n" {
 		t.Fatalf("grants after the revocation: exit %d, %q", code, stdout)
@@ -235,8 +235,8 @@ func TestApprovalsThroughAGateway(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &g) != nil || g.Kind != portcullis.GrantSession || g.GrantedBy != "ana (token:human)" {
 		t.Fatalf("grants via the gateway: exit %d, %q; want ana's session grant", code, stdout)
 	}
-	if code, stdout, stderr := runCLI(t, "", append([]string{"grants", "revoke", g.ID, "grt_nope"}, gw...)...); code != 1 || stdout != "revoked "+g.ID+"\n" || !strings.Contains(stderr, "grt_nope") {
-		t.Fatalf("grants revoke ID grt_nope: exit %d\n%s%s; want the first revoked and exit 1 naming the second", code, stdout, stderr)
+	if code, stdout, stderr := runCLI(t, "", append([]string{"grants", "revoke", g.ID, "grt_nope"}, gw...)...); code != 2 || stdout != "revoked "+g.ID+"\n" || !strings.Contains(stderr, "grt_nope") {
+		t.Fatalf("grants revoke ID grt_nope: exit %d\n%s%s; want the first revoked and exit 2 naming the second", code, stdout, stderr)
 	}
 
 	// A wrong token, and no token at all.

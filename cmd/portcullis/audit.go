@@ -384,17 +384,40 @@ func (p *progressLog) ScanAudit(ctx context.Context, after int64, fn func(portcu
 	return p.AuditLog.ScanAudit(ctx, after, func(r portcullis.AuditRecord) (bool, error) {
 		p.n++
 		if p.n%p.every == 0 {
-			fmt.Fprintf(p.w, "verified %d rows (up to row %d)…\n", p.n, r.Seq)
+			fmt.Fprintf(p.w, "verified %s (up to row %d)…\n", plural(p.n, "row"), r.Seq)
 		}
 		return fn(r)
 	})
 }
 
+// anchorFlag collects --expect SEQ:HASH heads.
+type anchorFlag []portcullis.AuditAnchor
+
+func (a *anchorFlag) String() string { return fmt.Sprint(len(*a)) }
+
+func (a *anchorFlag) Set(v string) error {
+	seq, hash, ok := strings.Cut(v, ":")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if !ok || err != nil || n < 0 || !strings.HasPrefix(hash, "sha256:") {
+		return fmt.Errorf("%q: want SEQ:HASH, a row's sequence number and its hash, e.g. 42:sha256:ab12… (as audit verify prints them)", v)
+	}
+	*a = append(*a, portcullis.AuditAnchor{Seq: n, Hash: hash, From: "--expect " + v})
+	return nil
+}
+
 func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit verify", stderr, "audit verify [--json]")
+	fs := newFlagSet("audit verify", stderr, "audit verify [--expect SEQ:HASH]... [--witness URL|FILE]... [--json]")
 	var sf stateFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	var anchors anchorFlag
+	fs.Var(&anchors, "expect", "a head `SEQ:HASH` kept earlier (audit verify prints it): the log must still hold row SEQ with this hash (repeatable)")
+	var witnesses []string
+	fs.Func("witness", "check the log against every head this witness kept: an http(s) `URL` or a file (repeatable)", func(s string) error {
+		witnesses = append(witnesses, s)
+		return nil
+	})
+	witnessTokenFile := fs.String("witness-token-file", "", "the HTTP witnesses' bearer token, read from this `file`")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -426,7 +449,18 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		cp = &c
 	}
-	v, err := portcullis.VerifyAudit(ctx, &progressLog{AuditLog: st, w: stderr, every: 100000}, cp)
+	if len(witnesses) > 0 {
+		dir, err := sf.dir(false)
+		if err != nil {
+			return err
+		}
+		kept, err := witnessAnchors(ctx, witnesses, *witnessTokenFile, dir, stderr)
+		if err != nil {
+			return err
+		}
+		anchors = append(anchors, kept...)
+	}
+	v, err := portcullis.VerifyAuditAnchors(ctx, &progressLog{AuditLog: st, w: stderr, every: 100000}, cp, anchors)
 	if err != nil {
 		return err
 	}
@@ -440,10 +474,24 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		if cp != nil {
 			from = fmt.Sprintf("the signed checkpoint at row %d", cp.Seq)
 		}
-		fmt.Fprintf(stdout, "ok: %d rows verified from %s; head hash %s\n", v.Rows, from, v.HeadHash)
+		kept := ""
+		if len(anchors) > 0 {
+			kept = fmt.Sprintf("; %d of %d kept heads matched", v.Anchors, len(anchors))
+		}
+		head := v.LastSeq
+		if v.Rows == 0 && cp != nil {
+			head = cp.Seq
+		}
+		fmt.Fprintf(stdout, "ok: %s verified from %s; head %d:%s (keep it to check later with --expect)%s\n", plural(v.Rows, "row"), from, head, v.HeadHash, kept)
 	}
 	if !v.OK() {
 		return &exitError{code: 1, msg: fmt.Sprintf("audit log does not verify: row %d: %s", v.BadSeq, v.Problem)}
+	}
+	if v.Unchecked > 0 {
+		fmt.Fprintf(stderr, "warning: %d kept heads are older than the pruned prefix (up to row %d) and could not be checked\n", v.Unchecked, cp.Seq)
+		if v.Anchors == 0 {
+			return &exitError{code: 1, msg: "none of the kept heads could be checked against the log: all are in its pruned prefix"}
+		}
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func completionCommands() []completionCommand {
 	return []completionCommand{
 		{name: "decide", help: "decide JSON-line requests from stdin"},
 		{name: "explain", help: "show which stage decided a request and why"},
-		{name: "policy", help: "lint, test, diff and replay policy files", subs: []string{"lint", "test", "diff", "replay"}, subFlags: true},
+		{name: "policy", help: "lint, test, diff and replay policy files; print the built-in default", subs: []string{"lint", "test", "diff", "replay", "show-default"}, subFlags: true},
 		{name: "classify", help: "classify a shell command without running it"},
 		{name: "audit", help: "read, verify, export and prune the audit log", subs: []string{"tail", "query", "verify", "export", "prune"}, subFlags: true},
 		{name: "unblock", help: "clear a danger-zone block"},
@@ -41,6 +41,7 @@ func completionCommands() []completionCommand {
 		{name: "grants", help: "list or revoke grants", subs: []string{"revoke"}},
 		{name: "mcp", help: "wrap a stdio MCP server"},
 		{name: "serve", help: "run the HTTP gateway"},
+		{name: "witness", help: "run a reference audit witness", subs: []string{"serve"}, subFlags: true},
 		{name: "bench", help: "load a running gateway and check its audit log"},
 		{name: "tools", help: "list pinned MCP tools; accept a changed one", subs: []string{"accept"}},
 		{name: "hook", help: "answer a host's hook event", subs: append(hookHosts(), "install"), subFlags: true},

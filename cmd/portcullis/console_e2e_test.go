@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -330,6 +331,70 @@ func TestConsoleEndToEnd(t *testing.T) {
 			}
 			if got := pageText(t, ctx, "#decided-by"); !strings.HasPrefix(got, "console:ana") {
 				t.Errorf("the request's page says it was decided by %q; want console:ana", got)
+			}
+		}},
+		{"pages on other origins cannot use the session", func(t *testing.T) {
+			// The person, logged in, opens pages the agent serves on
+			// another port of 127.0.0.1 and on another *.localhost name,
+			// which record every header the browser sends; a process
+			// replays all of it against serve.
+			browse(t, ctx, "open the pending page", livePage(s.url+"/approvals"), chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
+				chromedp.Evaluate(`window.portcullisE2E = "still this page"`, nil))
+			const secret = "e2e-argument-secret-51c9"
+			held := heldCall(cs, "write_note", map[string]any{"id": 9, "text": "publish " + secret})
+			id, path := arrived(t, ctx)
+			browse(t, ctx, "open the request", livePage(s.url+path), chromedp.WaitVisible("#args", chromedp.ByQuery))
+			if got := pageText(t, ctx, "#args"); !strings.Contains(got, secret) {
+				t.Fatalf("the request's page shows arguments %q", got)
+			}
+			newest, err := st.QueryAudit(bg, portcullis.AuditQuery{Newest: true, Limit: 1})
+			if err != nil || len(newest) != 1 {
+				t.Fatalf("the newest audit row: %v, %v", newest, err)
+			}
+			rec := browsertest.NewRecorder(t)
+			for _, u := range []string{rec.URL + browsertest.Page, rec.LocalhostURL + browsertest.Page} {
+				var got string
+				browse(t, ctx, "open "+u, chromedp.Navigate(u), chromedp.WaitVisible("#dev", chromedp.ByQuery),
+					chromedp.Poll(`document.getElementById("fetched").textContent || false`, &got, chromedp.WithPollingTimeout(30*time.Second)))
+			}
+			r := browsertest.NewReplay(s.url, rec.Heard())
+			for range 2 { // the second time with what the first read
+				for _, p := range []string{"/", "/approvals", path, "/approvals/decided", "/audit", "/blocks", "/events"} {
+					r.Get(t, p)
+				}
+			}
+			r.Post(t, path+"/approve", url.Values{"scope": {"once"}})
+			r.Post(t, path+"/deny", url.Values{"reason": {"replayed"}})
+			r.Post(t, "/logout", nil)
+			for _, b := range r.Bodies() {
+				if strings.Contains(b, secret) {
+					t.Fatalf("a replayed request read the held call's arguments:\n%.600s", b)
+				}
+			}
+			select {
+			case h := <-held:
+				t.Fatalf("the replay answered the held call: %v %v", resultText(h.res), h.err)
+			default:
+			}
+			if a, err := st.Approval(bg, id); err != nil || a.Status != portcullis.ApprovalPending {
+				t.Fatalf("after the replay approval %s is %s by %q (%v); want pending", id, a.Status, a.DecidedBy, err)
+			}
+			recs, err := st.QueryAudit(bg, portcullis.AuditQuery{AfterSeq: newest[0].Seq, Limit: 10000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rc := range recs {
+				if ev, err := rc.Event(); err != nil || strings.Contains(ev.Actor, "ana") {
+					t.Fatalf("after the replay audit row %d names the person: %s by %s (%v)", rc.Seq, ev.Kind, ev.Actor, err)
+				}
+			}
+
+			// The person is still logged in, and answers.
+			browse(t, ctx, "approve after the replay", livePage(s.url+path),
+				press(`#approval button[data-action="approve-once"]`),
+				chromedp.WaitVisible("#flash", chromedp.ByQuery))
+			if res := released(t, held); res.IsError || !strings.Contains(resultText(res), secret) {
+				t.Fatalf("the approved write_note returned isError=%v %q; want the upstream's result", res.IsError, resultText(res))
 			}
 		}},
 		{"unblock with the code", func(t *testing.T) {

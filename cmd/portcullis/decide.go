@@ -43,7 +43,12 @@ func buildGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, 
 	if home, err := os.UserHomeDir(); err == nil {
 		opts = append(opts, gate.WithHomeDir(home))
 	}
-	pol, warnings, err := policy.Load(path)
+	load := func() (*portcullis.Policy, []policy.Warning, error) { return policy.Load(path) }
+	name := path
+	if path == "" {
+		load, name = policy.LoadDefault, policy.DefaultName
+	}
+	pol, warnings, err := load()
 	if err != nil {
 		return nil, &exitError{code: 2, msg: err.Error()}
 	}
@@ -52,14 +57,14 @@ func buildGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, 
 	}
 	v, err := buildValidator(pol, cliLogger(stderr))
 	if err != nil {
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("%s: %v", path, err)}
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("%s: %v", name, err)}
 	}
 	if v != nil {
 		opts = append(opts, gate.WithValidator(v))
 	}
 	g, err := gate.New(pol, opts...)
 	if err != nil {
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("%s: %v", path, err)}
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("%s: %v", name, err)}
 	}
 	return g, nil
 }
@@ -68,8 +73,8 @@ func buildGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, 
 // line. A malformed line stops the run with exit status 2 and a message
 // naming the line; nothing is written for it.
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("decide", stderr, "decide --policy FILE [--state DIR | --store URL] < requests.jsonl")
-	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	fs := newFlagSet("decide", stderr, "decide [--policy FILE] [--state DIR | --store URL] < requests.jsonl")
+	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
 	var sf stateFlags
 	sf.register(fs)
 	var nf notifyFlags
@@ -84,10 +89,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if nf.set() && sf.state == "" && sf.store == "" {
 		return usageError("--notify-* needs --state DIR or --store URL: without them decide keeps no blocks or approvals to tell anyone about")
 	}
-	path, err := policyPath(*policyFlag)
-	if err != nil {
-		return err
-	}
+	path := agentPolicyPath(*policyFlag, stderr)
 	// Without --state or --store, decide is a pure function of the policy
 	// and the requests: no grant is used up, no approval or audit row kept.
 	var opts []gate.Option

@@ -271,9 +271,10 @@ func TestE2EEverythingWithTheTypeScriptClient(t *testing.T) {
 	if lines[2]["isError"] != true {
 		t.Fatalf("get-env was not denied: %v", lines[2])
 	}
-	sc2, _ := lines[2]["structuredContent"].(map[string]any)
-	if sc2["outcome"] != "deny" || sc2["permissionLevel"] != "DENY" {
-		t.Fatalf("get-env structuredContent = %v; want the deny decision", lines[2]["structuredContent"])
+	meta, _ := lines[2]["_meta"].(map[string]any)
+	sc2, _ := meta["portcullis/decision"].(map[string]any)
+	if sc2["outcome"] != "deny" || sc2["permissionLevel"] != "DENY" || lines[2]["structuredContent"] != nil {
+		t.Fatalf("get-env _meta = %v, structuredContent = %v; want the deny decision in _meta only", lines[2]["_meta"], lines[2]["structuredContent"])
 	}
 	// get-sum is unclassified by the policy and annotated by the server:
 	// it is decided from its annotations, never auto-approved blindly.

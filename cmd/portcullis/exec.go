@@ -82,7 +82,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		noWait     bool
 	)
 	fs := newFlagSet("exec", stderr, execHelp)
-	fs.StringVar(&policyFlag, "policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	fs.StringVar(&policyFlag, "policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
 	sf.register(fs)
 	nf.register(fs)
 	script := fs.String("c", "", "run these shell `commands` with the real shell (as sh -c does)")
@@ -145,10 +145,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // returns: the command runs without Portcullis holding its state open.
 func execDecide(ctx context.Context, command string, sf *stateFlags, nf *notifyFlags, policyFlag, tool, agent, session string, noWait bool, stdin io.Reader, stderr io.Writer) (portcullis.Decision, error) {
 	var none portcullis.Decision
-	path, err := policyPath(policyFlag)
-	if err != nil {
-		return none, err
-	}
+	path := agentPolicyPath(policyFlag, stderr)
 	log := cliLogger(stderr)
 	st, err := sf.open(ctx, log)
 	if err != nil {
@@ -184,6 +181,8 @@ func execDecide(ctx context.Context, command string, sf *stateFlags, nf *notifyF
 		Session:     session,
 		Agent:       agent,
 		UserPresent: isTerminal(stdin),
+		// Seen by Portcullis itself (is stdin a terminal), not stated.
+		ContextSource: portcullis.ContextHost,
 	}
 	d, err := g.Decide(ctx, c)
 	if err != nil {

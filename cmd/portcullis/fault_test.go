@@ -235,6 +235,9 @@ validator:
   timeout: 500ms
   rules: ./groundRules.md
   scope: {risks: [external-write]}
+  # A load test: the one agent makes far more calls than a person's agent
+  # would, so its budget of validator calls is raised out of the way.
+  budget: {perMinute: 1000000, burst: 100000, concurrent: 1000}
 approvals:`, 1)
 	g := newLoadGateway(t, "", pol)
 	if err := os.WriteFile(filepath.Join(g.dir, "groundRules.md"), []byte("Notes may be sent to the team.\n"), 0o600); err != nil {

@@ -20,6 +20,7 @@ import (
 
 const hookHelp = `hook HOST [--policy FILE] [--state DIR | --store URL | --gateway URL] [--hold] [flags] < event.json
        hook install claude-code [--project | --user] --policy FILE [--hold]
+       hook install codex --policy FILE [--hold]
 
 HOST is claude-code, codex or gemini. The hook reads one event on stdin and
 answers on stdout in the host's format; a failure of any kind answers deny
@@ -52,7 +53,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return &exitError{code: hook.Refuse(host, stdout, stderr, msg)}
 	}
 	fs := newFlagSet("hook "+host.Name(), stderr, hookHelp)
-	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
 	// The hook opens the store for one decision, per tool call: it skips
 	// SQLite's whole-file check (seconds on a large audit log).
 	sf := stateFlags{perCall: true}
@@ -139,10 +140,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // the host's settings files that hold the hook.
 func openHookGate(ctx context.Context, host hook.Host, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer) (*gate.Gate, *portcullis.Policy, func(), error) {
 	nothing := func() {}
-	path, err := policyPath(policyFlag)
-	if err != nil {
-		return nil, nil, nothing, err
-	}
+	path := agentPolicyPath(policyFlag, stderr)
 	st, err := sf.open(ctx, log)
 	if err != nil {
 		return nil, nil, nothing, err

@@ -27,27 +27,32 @@ const (
 
 // runHookInstall is `portcullis hook install claude-code`: it merges a
 // PreToolUse hook that runs this binary into Claude Code's settings, the
-// project's (.claude/settings.json) or the user's (~/.claude/settings.json).
+// project's (.claude/settings.json) or the user's (~/.claude/settings.json);
+// `hook install codex` is installCodexHook.
 // Other settings and other hooks are kept as they are, in their order; an
 // existing Portcullis hook is replaced, so running it again changes nothing;
 // the previous file is kept beside it as settings.json.bak.
 func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("hook install", stderr, "hook install claude-code [--project | --user] [--dir DIR] --policy FILE [--state DIR] [--hold]")
+	fs := newFlagSet("hook install", stderr, "hook install claude-code [--project | --user] [--dir DIR] --policy FILE [--state DIR] [--hold]\n       hook install codex --policy FILE [--state DIR] [--hold]")
 	project := fs.Bool("project", false, "install into the project's .claude/settings.json (the default)")
 	user := fs.Bool("user", false, "install into ~/.claude/settings.json")
 	dir := fs.String("dir", "", "the project `directory` (default: the current one)")
 	policyFlag := fs.String("policy", "", "policy `file` the hook decides under (default $PORTCULLIS_POLICY)")
 	state := fs.String("state", "", "state `directory` the hook uses (default: the hook's own default)")
-	hold := fs.Bool("hold", false, "hold calls that need a person for an out-of-band approval instead of asking in Claude Code")
+	hold := fs.Bool("hold", false, "hold calls that need a person for an out-of-band approval instead of asking in the agent")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || pos[0] != "claude-code" {
-		return usageError("hook install supports claude-code (Codex and Gemini CLI hooks are configured by hand: see docs/INTEGRATIONS.md)")
+	if len(pos) != 1 || (pos[0] != "claude-code" && pos[0] != "codex") {
+		return usageError("hook install supports claude-code and codex (Gemini CLI's hook is configured by hand: see docs/INTEGRATIONS.md)")
 	}
+	host := pos[0]
 	if *project && *user {
 		return usageError("--project and --user: choose one")
+	}
+	if host == "codex" && (*project || *dir != "") {
+		return usageError("hook install codex installs for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: --project and --dir do not apply")
 	}
 	path, err := policyPath(*policyFlag)
 	if err != nil {
@@ -67,13 +72,16 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 		exe = resolved
 	}
 	var settings string
-	if *user {
+	switch {
+	case host == "codex":
+		// Codex's home is found by installCodexHook.
+	case *user:
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return fmt.Errorf("find the home directory: %w", err)
 		}
 		settings = filepath.Join(home, ".claude", "settings.json")
-	} else {
+	default:
 		base := *dir
 		if base == "" {
 			base = "."
@@ -84,7 +92,7 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 		settings = filepath.Join(base, ".claude", "settings.json")
 	}
 
-	words := []string{exe, "hook", "claude-code", "--policy", path}
+	words := []string{exe, "hook", host, "--policy", path}
 	if *state != "" {
 		abs, err := filepath.Abs(*state)
 		if err != nil {
@@ -104,6 +112,9 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 	quotedExe, err := shellJoin(words[:1])
 	if err != nil {
 		return err
+	}
+	if host == "codex" {
+		return installCodexHook(stdout, command, quotedExe, timeout)
 	}
 	changed, err := installClaudeHook(settings, command, quotedExe, timeout)
 	if err != nil {
@@ -133,8 +144,8 @@ func shellJoin(words []string) (string, error) {
 // isPortcullisHook reports whether a hook command is one this command
 // installed: it runs this binary (exe, as quoted in commands), or any
 // portcullis binary, as `hook claude-code`.
-func isPortcullisHook(command, exe string) bool {
-	if !strings.Contains(command, " hook claude-code") {
+func isPortcullisHook(command, exe, host string) bool {
+	if !strings.Contains(command, " hook "+host) {
 		return false
 	}
 	return strings.Contains(command, "portcullis") || strings.HasPrefix(command, exe+" ")
@@ -156,10 +167,16 @@ func installClaudeHook(path, command, exe string, timeout int) (bool, error) {
 			mode = st.Mode().Perm()
 		}
 	}
-	updated, err := mergeClaudeHook(old, command, exe, timeout)
+	updated, err := mergeHook(old, "PreToolUse", "claude-code", command, exe, timeout, `"*"`)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", path, err)
 	}
+	return writeWithBackup(path, old, updated, mode)
+}
+
+// writeWithBackup replaces path with updated atomically, keeping old (if
+// any) as <path>.bak, and reports whether the file changed.
+func writeWithBackup(path string, old, updated []byte, mode fs.FileMode) (bool, error) {
 	if old != nil && bytes.Equal(updated, old) {
 		return false, nil
 	}
@@ -171,7 +188,7 @@ func installClaudeHook(path, command, exe string, timeout int) (bool, error) {
 			return false, fmt.Errorf("back up %s: %w", path, err)
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".settings-*.json")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return false, err
 	}
@@ -190,11 +207,11 @@ func installClaudeHook(path, command, exe string, timeout int) (bool, error) {
 	return true, os.Rename(tmp.Name(), path)
 }
 
-// mergeClaudeHook returns the settings with the Portcullis PreToolUse hook
-// in place: in the matcher group that already holds a Portcullis hook
-// (replaced there), or in a new group matching every tool. Everything else
-// keeps its place and value.
-func mergeClaudeHook(settings []byte, command, exe string, timeout int) ([]byte, error) {
+// mergeHook returns the settings with the Portcullis hook for event in
+// place: in the matcher group that already holds a Portcullis hook of host
+// (replaced there), or in a new group (with matcher, a JSON value, unless
+// empty). Everything else keeps its place and value.
+func mergeHook(settings []byte, event, host, command, exe string, timeout int, matcher string) ([]byte, error) {
 	if len(bytes.TrimSpace(settings)) == 0 {
 		settings = []byte("{}")
 	}
@@ -209,9 +226,9 @@ func mergeClaudeHook(settings []byte, command, exe string, timeout int) ([]byte,
 		}
 	}
 	var groups []json.RawMessage
-	if raw, ok := hooks.get("PreToolUse"); ok {
+	if raw, ok := hooks.get(event); ok {
 		if err := json.Unmarshal(raw, &groups); err != nil {
-			return nil, fmt.Errorf(`"hooks.PreToolUse" is not a list: %w`, err)
+			return nil, fmt.Errorf(`"hooks.%s" is not a list: %w`, event, err)
 		}
 	}
 	ours, err := json.Marshal(struct {
@@ -242,7 +259,7 @@ func mergeClaudeHook(settings []byte, command, exe string, timeout int) ([]byte,
 			var h struct {
 				Command string `json:"command"`
 			}
-			if json.Unmarshal(hk, &h) == nil && isPortcullisHook(h.Command, exe) {
+			if json.Unmarshal(hk, &h) == nil && isPortcullisHook(h.Command, exe, host) {
 				if !placed {
 					kept = append(kept, ours)
 					placed = true
@@ -263,7 +280,9 @@ func mergeClaudeHook(settings []byte, command, exe string, timeout int) ([]byte,
 	}
 	if !placed {
 		g := &object{}
-		g.set("matcher", json.RawMessage(`"*"`))
+		if matcher != "" {
+			g.set("matcher", json.RawMessage(matcher))
+		}
 		g.set("hooks", append(append([]byte("["), ours...), ']'))
 		groups = append(groups, g.marshal())
 	}
@@ -271,7 +290,7 @@ func mergeClaudeHook(settings []byte, command, exe string, timeout int) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	hooks.set("PreToolUse", b)
+	hooks.set(event, b)
 	root.set("hooks", hooks.marshal())
 	var out bytes.Buffer
 	if err := json.Indent(&out, root.marshal(), "", "  "); err != nil {

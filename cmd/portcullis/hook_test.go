@@ -78,7 +78,6 @@ func TestHookRefuses(t *testing.T) {
 		args []string
 		why  string
 	}{
-		{"no policy", []string{"hook", "claude-code", "--state", state}, "no policy file"},
 		{"a policy that does not load", []string{"hook", "claude-code", "--state", state, "--policy", bad}, "NOPE"},
 		{"a missing policy", []string{"hook", "claude-code", "--state", state, "--policy", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
 		{"a bad flag", []string{"hook", "claude-code", "--no-such-flag"}, "bad arguments"},
@@ -99,9 +98,9 @@ func TestHookRefuses(t *testing.T) {
 		})
 	}
 	// Gemini gets its own shape.
-	code, stdout, _ := runCLI(t, `{}`, "hook", "gemini", "--state", state)
+	code, stdout, _ := runCLI(t, `{}`, "hook", "gemini", "--state", state, "--policy", bad)
 	if code != 2 || !strings.Contains(stdout, `"decision":"deny"`) {
-		t.Errorf("gemini without a policy: exit %d, %s; want 2 and a Gemini deny", code, stdout)
+		t.Errorf("gemini with a policy that does not load: exit %d, %s; want 2 and a Gemini deny", code, stdout)
 	}
 	if code, _, _ := runCLI(t, event, "hook", "cursor"); code != 2 {
 		t.Errorf("unknown host: exit %d; want 2", code)
@@ -350,7 +349,8 @@ func TestHookInstall(t *testing.T) {
 	if b, _ := os.ReadFile(broken); string(b) != `["not", "settings"]` {
 		t.Errorf("a settings file that could not be merged was changed: %s", b)
 	}
-	for _, args := range [][]string{{"codex"}, {"claude-code", "--project", "--user"}, {}} {
+	t.Setenv("CODEX_HOME", t.TempDir())
+	for _, args := range [][]string{{"gemini"}, {"codex", "--dir", project}, {"claude-code", "--project", "--user"}, {}} {
 		if code, _, _ := runCLI(t, "", append([]string{"hook", "install"}, append(args, "--policy", claudePolicy)...)...); code != 2 {
 			t.Errorf("hook install %q: exit %d; want 2", args, code)
 		}

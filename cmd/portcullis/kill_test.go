@@ -39,10 +39,16 @@ func TestMain(m *testing.M) {
 // TestKillMidLoadLosesNoDecision kills `portcullis decide --state` with
 // SIGKILL while it decides a stream of calls: every decision it had
 // answered (a caller would have forwarded the allowed ones) has its audit
-// row, and the log still verifies.
+// row, and the log still verifies: with the default durability and with
+// the store URL's sync=process (commits in the write-ahead log, no fsync).
 func TestKillMidLoadLosesNoDecision(t *testing.T) {
+	t.Run("full", func(t *testing.T) { killMidLoad(t, "") })
+	t.Run("process", func(t *testing.T) { killMidLoad(t, "?sync=process") })
+}
+
+func killMidLoad(t *testing.T, query string) {
 	dir := filepath.Join(t.TempDir(), "state")
-	args, err := json.Marshal([]string{"decide", "--policy", "testdata/policy.yaml", "--state", dir})
+	args, err := json.Marshal([]string{"decide", "--policy", "testdata/policy.yaml", "--state", dir, "--store", "sqlite://" + filepath.Join(dir, "portcullis.db") + query})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,8 @@ Usage:
   portcullis classify [--policy FILE] -- CMD classify a shell command without running it (or {"command": ...} JSON lines from stdin)
   portcullis audit tail [-n N] [-f]          the newest audit rows (and new ones as they come)
   portcullis audit query [filters]           audit rows by session, agent, tool, outcome, kind, time
-  portcullis audit verify                    check the audit log's hash chain
+  portcullis audit verify [--expect SEQ:HASH] [--witness URL|FILE]
+                                             check the audit log's hash chain, columns, and heads kept outside the host
   portcullis audit export --format jsonl     the audit log as decision-log JSON lines
   portcullis audit prune --max-age D         drop old rows behind a signed checkpoint
   portcullis unblock AGENT --challenge ID --code CODE
@@ -88,12 +89,15 @@ Usage:
   portcullis grants [revoke ID...]           the live grants; revoke some
   portcullis mcp [--policy FILE] -- SERVER...  wrap a stdio MCP server: every tools/call goes through the gate
   portcullis serve --config FILE             the HTTP gateway: MCP upstreams on /mcp, tokens for agents
+  portcullis witness serve --dir DIR         a reference audit witness: keeps published heads append-only over HTTP
   portcullis bench --token-file FILE [--via api|mcp|both] [--sessions N] [--duration D] [--json]
                                              load a running gateway with agent sessions; throughput, latency, audit completeness
   portcullis tools [accept UPSTREAM TOOL]    pinned MCP tool definitions; accept a changed one (shows the diff)
   portcullis hook HOST [--policy FILE]      a host's tool hook (claude-code, codex, gemini): the event on stdin, the answer on stdout
   portcullis hook install claude-code [--project|--user] --policy FILE
                                              add the hook to Claude Code's settings (merged, with a backup)
+  portcullis hook install codex --policy FILE
+                                             add Codex's hooks to $CODEX_HOME/hooks.json and trust them in config.toml
   portcullis exec [--policy FILE] -- CMD...  decide a shell command, wait for a person if one must approve it, run it (-c 'CMDS': shell commands)
   portcullis version [--json]                the version, commit and build date
   portcullis completion bash|zsh|fish        a shell completion script
@@ -139,6 +143,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runMCP(ctx, rest, stdin, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stdout, stderr)
+	case "witness":
+		return runWitness(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "tools":
@@ -211,4 +217,20 @@ func policyPath(flagValue string) (string, error) {
 		return env, nil
 	}
 	return "", usageError("no policy file: pass --policy FILE or set PORTCULLIS_POLICY")
+}
+
+// defaultPolicyNotice is said once on stderr by a command that falls back
+// on the built-in default policy.
+const defaultPolicyNotice = "no --policy given: using the built-in default policy (portcullis policy show-default prints it)"
+
+// agentPolicyPath is policyPath for the commands that gate an agent (hook,
+// exec, mcp, decide): with neither --policy nor $PORTCULLIS_POLICY it says
+// so on stderr and returns "", which loadAgentGate reads as the built-in
+// default policy.
+func agentPolicyPath(flagValue string, stderr io.Writer) string {
+	if path, err := policyPath(flagValue); err == nil {
+		return path
+	}
+	fmt.Fprintln(stderr, defaultPolicyNotice)
+	return ""
 }

@@ -117,7 +117,6 @@ func TestDecideBadInput(t *testing.T) {
 		{"unknown element", "{\"tool\":\"x\",\"activeElements\":[\"Nobody\"]}\n", []string{"--policy", "testdata/policy.yaml"}, []string{"line 1:", `"Nobody"`}, 0},
 		{"bad policy", "{\"tool\":\"list_elements\"}\n", []string{"--policy", "testdata/bad_policy.yaml"}, []string{"bad_policy.yaml:10", "alow"}, 0},
 		{"missing policy file", "", []string{"--policy", "testdata/nope.yaml"}, []string{"nope.yaml"}, 0},
-		{"no policy", "", []string{}, []string{"--policy"}, 0},
 		{"stray argument", "", []string{"--policy", "testdata/policy.yaml", "extra"}, []string{`"extra"`}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

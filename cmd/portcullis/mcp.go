@@ -21,13 +21,14 @@ import (
 // Nothing but MCP messages is written to stdout; logs go to stderr or
 // --log.
 func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mcp", stderr, "mcp [--policy FILE] [--state DIR | --store URL] [--name NAME] [--agent NAME] -- <server command> [args...]")
-	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	fs := newFlagSet("mcp", stderr, "mcp [--policy FILE] [--state DIR | --store URL] [--name NAME] [--agent NAME] [--trust-annotations] -- <server command> [args...]")
+	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
 	name := fs.String("name", "", "the upstream's `name` in pins and the audit (default: from the server command)")
 	agent := fs.String("agent", "", "the agent `identity` of this client (default $PORTCULLIS_AGENT, else the upstream's name)")
 	showDenied := fs.Bool("show-denied", false, "list tools the policy denies too (calling them is still denied)")
 	autonomous := fs.Bool("autonomous", false, "treat the session as an autonomous run: the autonomy stage counts its steps")
 	userPresent := fs.Bool("user-present", false, "tell the contextual validator a person is at the keyboard")
+	trustAnnotations := fs.Bool("trust-annotations", false, "let the server's MCP tool annotations classify the tools the policy does not name (readOnlyHint → READ, auto-approved); by default they only make a tool stricter")
 	logFile := fs.String("log", "", "append logs to this `file` instead of stderr")
 	var of obsFlags
 	of.register(fs, true)
@@ -35,6 +36,8 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	sf.register(fs)
 	var nf notifyFlags
 	nf.register(fs)
+	var wf witnessFlags
+	wf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -42,10 +45,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if len(pos) == 0 {
 		return usageError("mcp needs the upstream server's command after --, e.g. portcullis mcp -- npx -y @modelcontextprotocol/server-filesystem ~/work")
 	}
-	path, err := policyPath(*policyFlag)
-	if err != nil {
-		return err
-	}
+	path := agentPolicyPath(*policyFlag, stderr)
 	logw := stderr
 	if *logFile != "" {
 		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -73,6 +73,10 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		who = upName
 	}
 
+	// A server that cannot start would never come up: say so now.
+	if err := commandStarts(pos[0], ""); err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
 	st, err := sf.open(ctx, log)
 	if err != nil {
 		return err
@@ -126,14 +130,17 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if obs.metrics != nil {
 		rm = obs.metrics
 	}
-	watcher := newPolicyWatcher(path, g, st, log, rm)
-	wctx, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	go watcher.Run(wctx)
+	if path != "" {
+		// The built-in default policy never changes: only a file is watched.
+		watcher := newPolicyWatcher(path, g, st, log, rm)
+		wctx, stopWatching := context.WithCancel(ctx)
+		defer stopWatching()
+		go watcher.Run(wctx)
+	}
 	gw, err := mcpgw.New(ctx, mcpgw.Config{
 		Gate:        g,
 		Store:       st,
-		Upstreams:   []mcpgw.Upstream{{Name: upName, Command: pos}},
+		Upstreams:   []mcpgw.Upstream{{Name: upName, Command: pos, TrustAnnotations: *trustAnnotations}},
 		Agent:       who,
 		Wait:        pol.Approvals.Wait,
 		ShowDenied:  *showDenied,
@@ -143,11 +150,21 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Logger:      log,
 		Version:     moduleVersion(),
 		Observer:    obs.gatewayObserver(),
+		OneClient:   true,
 	})
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
+	ws, err := wf.witnesses(stderr)
+	if err != nil {
+		return err
+	}
+	stopWitnesses, err := startWitnesses(ctx, st, dir, ws, wf.interval, log, obs.metrics)
+	if err != nil {
+		return err
+	}
+	defer stopWitnesses()
 	in, out := readCloser(stdin), writeCloser(stdout)
 	if err := gw.ServeStdio(ctx, in, out); err != nil && ctx.Err() == nil && !isClosed(err) {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/guard"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/tracing"
@@ -181,6 +182,7 @@ func metricsHandler(m *metrics.Metrics, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
 		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			guard.CloseAfter(w)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="portcullis metrics"`)
 			http.Error(w, "send the metrics token (metrics.token in the state directory) as Authorization: Bearer <token>", http.StatusUnauthorized)
 			return

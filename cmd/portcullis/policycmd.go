@@ -13,7 +13,7 @@ import (
 
 func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError("policy needs a subcommand: lint, test, diff or replay")
+		return usageError("policy needs a subcommand: lint, test, diff, replay or show-default")
 	}
 	switch args[0] {
 	case "lint":
@@ -24,8 +24,25 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return runPolicyDiff(args[1:], stdout, stderr)
 	case "replay":
 		return runPolicyReplay(ctx, args[1:], stdout, stderr)
+	case "show-default":
+		return runPolicyShowDefault(args[1:], stdout, stderr)
 	}
-	return usageError("unknown policy subcommand %q (want lint, test, diff or replay)", args[0])
+	return usageError("unknown policy subcommand %q (want lint, test, diff, replay or show-default)", args[0])
+}
+
+// runPolicyShowDefault prints the built-in default policy, commented, as
+// the starting point for a policy file.
+func runPolicyShowDefault(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("policy show-default", stderr, "policy show-default > policy.yaml")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("policy show-default takes no arguments; unexpected %q", pos[0])
+	}
+	_, err = stdout.Write(policy.DefaultYAML())
+	return err
 }
 
 // runPolicyLint loads a policy and prints its warnings. Exit 0 when it
@@ -50,7 +67,7 @@ func runPolicyLint(args []string, stdout, stderr io.Writer) error {
 	for _, w := range warnings {
 		fmt.Fprintln(stdout, "warning: "+w.String())
 	}
-	fmt.Fprintf(stdout, "%s: %d tools, %d elements, %d warnings\n", pos[0], len(pol.Tools), len(pol.Elements), len(warnings))
+	fmt.Fprintf(stdout, "%s: %s, %s, %s\n", pos[0], plural(len(pol.Tools), "tool"), plural(len(pol.Elements), "element"), plural(len(warnings), "warning"))
 	if *strict && len(warnings) > 0 {
 		return &exitError{code: 1}
 	}
@@ -70,7 +87,7 @@ func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return usageError("policy test takes one or more test files")
 	}
 	var results []policy.CaseResult
-	loadFailed := false
+	loadFailed, loaded := false, 0
 	for _, path := range pos {
 		tf, err := policy.LoadTests(path)
 		if err != nil {
@@ -84,7 +101,12 @@ func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 			loadFailed = true
 			continue
 		}
+		loaded++
 		results = append(results, policy.RunTestsWith(ctx, tf, func(c policy.TestCase) portcullis.Decider { return gates[c.Validator] })...)
+	}
+	if loaded == 0 {
+		// Nothing ran: the errors alone, no "0 passed, 0 failed".
+		return &exitError{code: 2}
 	}
 	failed := policy.FormatResults(stdout, results, *verbose)
 	switch {

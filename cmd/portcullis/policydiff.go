@@ -180,7 +180,7 @@ func printPolicyDiff(w io.Writer, d *policyDiff, levelsChanged int, all bool) er
 		_, err := fmt.Fprintf(w, "%s and %s decide alike: no semantic changes\n", d.Old, d.New)
 		return err
 	}
-	fmt.Fprintf(w, "%s → %s: %d changes\n", d.Old, d.New, len(d.Changes))
+	fmt.Fprintf(w, "%s → %s: %s\n", d.Old, d.New, plural(len(d.Changes), "change"))
 	for _, c := range d.Changes {
 		fmt.Fprintln(w, "  "+c.String())
 	}

@@ -378,7 +378,7 @@ func (r *replayRun) account(it *replayItem) error {
 	s := &r.sum
 	s.Scanned++
 	if r.progress > 0 && s.Scanned%r.progress == 0 {
-		fmt.Fprintf(r.stderr, "replayed %d rows (up to row %d), %d changes so far…\n", s.Scanned, it.rec.Seq, s.Changed+changed(it))
+		fmt.Fprintf(r.stderr, "replayed %s (up to row %d), %s so far…\n", plural(s.Scanned, "row"), it.rec.Seq, plural(s.Changed+changed(it), "change"))
 	}
 	res := &it.res
 	if !res.decision {
@@ -484,24 +484,26 @@ type recordedDecision struct {
 	Trace           json.RawMessage     `json:"trace"`
 }
 
-// upstreamMarks are the words of a route stage that knew something of an
-// upstream MCP tool.
-var upstreamMarks = [][]byte{
-	[]byte("MCP annotations of upstream"),
-	[]byte("no upstream server offers"),
-	[]byte("definition changed since it was pinned"),
-}
-
 // trace decodes the recorded trace when the replay needs to read it: for
 // the run step of an autonomous call the request does not carry, for what
 // the route stage knew of an upstream tool, and to tell a validator's
-// failure from the store's. Most rows need none of these, and decoding
-// the trace is much of the cost of a row.
+// failure from the store's. The replay reads the entries' facts; a row
+// written before traces carried facts has them read from its prose
+// (legacyTraceFacts). Most rows need none of this, and decoding the trace
+// is much of the cost of a row.
 func (d *recordedDecision) trace(c *portcullis.Call) []portcullis.TraceEntry {
+	// A quoted word cannot occur inside a string value (its quotes would
+	// be escaped), so these find keys and facts, never a result's words.
+	structured := bytes.Contains(d.Trace, []byte(`"facts":`))
 	need := d.FailClosed ||
 		(c.Run != nil && c.Run.Step == 0 && bytes.Contains(d.Trace, []byte(`"stage":"autonomy"`)))
-	for _, m := range upstreamMarks {
-		need = need || bytes.Contains(d.Trace, m)
+	if !need && structured {
+		for _, f := range upstreamFacts {
+			need = need || bytes.Contains(d.Trace, f)
+		}
+	}
+	if !need && !structured {
+		need = mayHaveLegacyFacts(d.Trace)
 	}
 	if !need {
 		return nil
@@ -510,7 +512,18 @@ func (d *recordedDecision) trace(c *portcullis.Call) []portcullis.TraceEntry {
 	if json.Unmarshal(d.Trace, &t) != nil {
 		return nil
 	}
+	if !structured {
+		legacyTraceFacts(t)
+	}
 	return t
+}
+
+// upstreamFacts are the facts of a route stage that knew something of an
+// upstream MCP tool, as they appear in a recorded trace.
+var upstreamFacts = [][]byte{
+	[]byte(`"` + portcullis.FactUpstreamMissing + `"`),
+	[]byte(`"` + portcullis.FactUpstreamAnnotated + `"`),
+	[]byte(`"` + portcullis.FactDefinitionChanged + `"`),
 }
 
 func decodeRow(body []byte) (auditRow, error) {
@@ -599,7 +612,7 @@ func mightBeDecision(body []byte) bool {
 // validator's (no verdict) rather than the store's.
 func validatorFailed(trace []portcullis.TraceEntry) bool {
 	for _, t := range trace {
-		if t.Stage == "validator" && strings.HasPrefix(t.Result, "no verdict") {
+		if t.Stage == "validator" && t.Has(portcullis.FactNoVerdict) {
 			return true
 		}
 	}
@@ -693,11 +706,6 @@ func redactedArgs(args map[string]any) []string {
 	return out
 }
 
-var (
-	stepFromStore = regexp.MustCompile(`^(?:continue|pause|stop): .*\bstep (\d+) \(run state from the store\)`)
-	upstreamOf    = regexp.MustCompile(`\(MCP annotations of upstream ("(?:[^"\\]|\\.)*"), pinned\)`)
-)
-
 // replayCall rebuilds the call as the gate saw it from its audit row: the
 // recorded request, the run step the store supplied, and what an MCP
 // gateway knew of the upstream tool (neither is part of the request).
@@ -707,18 +715,14 @@ func replayCall(row *auditRow, trace []portcullis.TraceEntry) (portcullis.Call, 
 	for _, t := range trace {
 		switch t.Stage {
 		case "autonomy":
-			if c.Run == nil || c.Run.Step > 0 {
+			if c.Run == nil || c.Run.Step > 0 || t.Step <= 0 || !t.Has(portcullis.FactRunStateFromStore) {
 				continue
 			}
-			if m := stepFromStore.FindStringSubmatch(t.Result); m != nil {
-				if n, err := strconv.Atoi(m[1]); err == nil {
-					run := *c.Run
-					run.Step = n
-					c.Run = &run
-				}
-			}
+			run := *c.Run
+			run.Step = t.Step
+			c.Run = &run
 		case "route":
-			if u := upstreamFromTrace(t.Result, row.Decision.Endpoint, row.Decision.Risk); u != nil {
+			if u := upstreamFromTrace(t, row.Decision.Endpoint, row.Decision.Risk); u != nil {
 				c.Upstream = u
 			}
 		}
@@ -727,28 +731,98 @@ func replayCall(row *auditRow, trace []portcullis.TraceEntry) (portcullis.Call, 
 }
 
 // upstreamFromTrace reads what the MCP gateway knew of the tool from the
-// recorded route stage and the decision's classification.
-func upstreamFromTrace(result string, ep portcullis.Endpoint, risk portcullis.Risk) *portcullis.UpstreamTool {
-	switch {
-	case strings.HasPrefix(result, "no upstream server offers a tool named "):
+// recorded route stage's facts and the decision's classification.
+func upstreamFromTrace(t portcullis.TraceEntry, ep portcullis.Endpoint, risk portcullis.Risk) *portcullis.UpstreamTool {
+	if t.Has(portcullis.FactUpstreamMissing) {
 		return &portcullis.UpstreamTool{Offered: false}
-	case strings.Contains(result, "(MCP annotations of upstream "):
-		u := &portcullis.UpstreamTool{Offered: true, Annotated: true,
-			ReadOnly:    ep == portcullis.Read,
-			Destructive: ep == portcullis.Delete,
-			OpenWorld:   risk == portcullis.RiskExternalWrite,
-			Changed:     strings.Contains(result, "definition changed since it was pinned"),
+	}
+	u := &portcullis.UpstreamTool{Offered: true, Server: t.Upstream,
+		Changed: t.Has(portcullis.FactDefinitionChanged),
+		New:     t.Has(portcullis.FactToolNew),
+	}
+	known := u.Changed || u.New
+	if t.Has(portcullis.FactUpstreamAnnotated) {
+		// Only a trusted upstream's annotations classify a tool.
+		u.Annotated, u.Trusted = true, true
+		u.ReadOnly = ep == portcullis.Read
+		u.Destructive = ep == portcullis.Delete
+		u.OpenWorld = risk == portcullis.RiskExternalWrite
+		known = true
+	}
+	if t.Has(portcullis.FactDestructiveHint) {
+		u.Annotated, u.Destructive, known = true, true, true
+	}
+	if t.Has(portcullis.FactOpenWorldHint) {
+		u.Annotated, u.OpenWorld, known = true, true, true
+	}
+	if !known {
+		return nil
+	}
+	return u
+}
+
+// The prose of traces written before trace entries carried facts, as the
+// gate wrote it then. Only legacyTraceFacts and mayHaveLegacyFacts read it.
+const (
+	legacyNoUpstream = "no upstream server offers a tool named "
+	legacyAnnotated  = "(MCP annotations of upstream "
+	legacyChanged    = "definition changed since it was pinned"
+	legacyNoVerdict  = "no verdict"
+)
+
+var (
+	legacyStepFromStore = regexp.MustCompile(`^(?:continue|pause|stop): .*\bstep (\d+) \(run state from the store\)`)
+	legacyUpstreamOf    = regexp.MustCompile(`\(MCP annotations of upstream ("(?:[^"\\]|\\.)*"), pinned\)`)
+)
+
+// mayHaveLegacyFacts reports whether a trace without facts has the words
+// of a route stage that knew something of an upstream MCP tool.
+func mayHaveLegacyFacts(trace []byte) bool {
+	for _, m := range []string{legacyNoUpstream, legacyAnnotated, legacyChanged} {
+		if bytes.Contains(trace, []byte(m)) {
+			return true
 		}
-		if m := upstreamOf.FindStringSubmatch(result); m != nil {
-			if s, err := strconv.Unquote(m[1]); err == nil {
-				u.Server = s
+	}
+	return false
+}
+
+// legacyTraceFacts fills in the facts of a trace written before trace
+// entries carried them, from the entries' prose: an audit log keeps its
+// old rows, and they replay as they did. It is the only place that reads
+// a trace's prose; a trace with facts is never read this way.
+func legacyTraceFacts(trace []portcullis.TraceEntry) {
+	for i := range trace {
+		t := &trace[i]
+		switch t.Stage {
+		case "route":
+			switch {
+			case strings.HasPrefix(t.Result, legacyNoUpstream):
+				t.Facts = append(t.Facts, portcullis.FactUpstreamMissing)
+				continue
+			case strings.Contains(t.Result, legacyAnnotated):
+				t.Facts = append(t.Facts, portcullis.FactUpstreamAnnotated)
+				if m := legacyUpstreamOf.FindStringSubmatch(t.Result); m != nil {
+					if s, err := strconv.Unquote(m[1]); err == nil {
+						t.Upstream = s
+					}
+				}
+			}
+			if strings.Contains(t.Result, legacyChanged) {
+				t.Facts = append(t.Facts, portcullis.FactDefinitionChanged)
+			}
+		case "validator":
+			if strings.HasPrefix(t.Result, legacyNoVerdict) {
+				t.Facts = append(t.Facts, portcullis.FactNoVerdict)
+			}
+		case "autonomy":
+			if m := legacyStepFromStore.FindStringSubmatch(t.Result); m != nil {
+				if n, err := strconv.Atoi(m[1]); err == nil {
+					t.Step = n
+					t.Facts = append(t.Facts, portcullis.FactRunStateFromStore)
+				}
 			}
 		}
-		return u
-	case strings.Contains(result, "definition changed since it was pinned"):
-		return &portcullis.UpstreamTool{Offered: true, Changed: true}
 	}
-	return nil
 }
 
 // trimSpaces drops the spaces at the ends of lines: the padding tabwriter
@@ -809,7 +883,7 @@ func printReplaySummary(w io.Writer, s *replaySummary) {
 	if s.FirstSeq > 0 {
 		rows = fmt.Sprintf("rows %d-%d", s.FirstSeq, s.LastSeq)
 	}
-	fmt.Fprintf(w, "Replayed %d decisions (%s of %d audit rows read) under %s: %d would change", s.Replayed, rows, s.Scanned, s.Policy, s.Changed)
+	fmt.Fprintf(w, "Replayed %s (%s of %s read) under %s: %d would change", plural(s.Replayed, "decision"), rows, plural(s.Scanned, "audit row"), s.Policy, s.Changed)
 	if s.Changed > 0 {
 		fmt.Fprintf(w, " (%d stricter, %d looser", s.Stricter, s.Looser)
 		if s.Validator > 0 {
@@ -826,14 +900,14 @@ func printReplaySummary(w io.Writer, s *replaySummary) {
 		for i, n := range names {
 			names[i] = fmt.Sprintf("%s ×%d", n, s.RedactedArgs[n])
 		}
-		fmt.Fprintf(w, "%d decisions had redacted arguments (%s): they were replayed with %q in their place, so a redacted shell command or path was not classified again\n",
-			s.Redacted, strings.Join(names, ", "), portcullis.RedactedValue)
+		fmt.Fprintf(w, "%s had redacted arguments (%s): they were replayed with %q in their place, so a redacted shell command or path was not classified again\n",
+			plural(s.Redacted, "decision"), strings.Join(names, ", "), portcullis.RedactedValue)
 	}
 	if s.Unjudged > 0 {
-		fmt.Fprintf(w, "%d calls would now go to the validator, which has no recorded verdict for them: shown as if it allowed\n", s.Unjudged)
+		fmt.Fprintf(w, "%s would now go to the validator, which has no recorded verdict for them: shown as if it allowed\n", plural(s.Unjudged, "call"))
 	}
 	for _, k := range sortedByCount(s.NotReplayed) {
-		fmt.Fprintf(w, "%d decisions not replayed: %s\n", s.NotReplayed[k], k)
+		fmt.Fprintf(w, "%s not replayed: %s\n", plural(s.NotReplayed[k], "decision"), k)
 	}
 }
 

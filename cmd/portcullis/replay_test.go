@@ -14,6 +14,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
 )
@@ -126,7 +127,7 @@ func replayLog(t testing.TB) (stateDir, policyPath string) {
 	}
 	decide(g, portcullis.Call{Tool: "run_sql", Agent: "bot", Session: "s2", Run: &portcullis.Run{ID: "r2"}, Args: map[string]any{"q": "DROP TABLE users"}}, portcullis.OutcomeStop)
 	decide(g, portcullis.Call{Tool: "list_items", Agent: "bot", Session: "s2"}, portcullis.OutcomeStop)
-	decide(g, portcullis.Call{Tool: "read_text", Session: "s3", Upstream: &portcullis.UpstreamTool{Server: "fs", Offered: true, Annotated: true, ReadOnly: true}}, portcullis.OutcomeAllow)
+	decide(g, portcullis.Call{Tool: "read_text", Session: "s3", Upstream: &portcullis.UpstreamTool{Server: "fs", Offered: true, Annotated: true, ReadOnly: true, Trusted: true}}, portcullis.OutcomeAllow)
 	decide(g, portcullis.Call{Tool: "ghost", Session: "s3", Upstream: &portcullis.UpstreamTool{Offered: false}}, portcullis.OutcomeDeny)
 	decide(trusted, portcullis.Call{Tool: "edit_item", Session: "s4", ActiveElements: []string{"Sandbox"}}, portcullis.OutcomeDeny)
 	return stateDir, policyPath
@@ -285,14 +286,14 @@ func TestReplayTable(t *testing.T) {
 		"Replayed 18 decisions (rows 1-20 of 20 audit rows read)",
 		"1 would change (0 stricter, 1 looser)",
 		"1  confirm CONFIRM_SINGLE_USE → allow AUTO_APPROVE",
-		`1 decisions had redacted arguments (password ×1): they were replayed with "[redacted]" in their place`,
-		"1 decisions not replayed: " + skipBlock,
+		`1 decision had redacted arguments (password ×1): they were replayed with "[redacted]" in their place`,
+		"1 decision not replayed: " + skipBlock,
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.Contains(stderr, "replayed 15 rows (up to row 15), 1 changes so far") {
+	if !strings.Contains(stderr, "replayed 15 rows (up to row 15), 1 change so far") {
 		t.Errorf("stderr lacks the progress lines:\n%s", stderr)
 	}
 }
@@ -341,27 +342,178 @@ func TestReplayErrors(t *testing.T) {
 	}
 }
 
-func TestUpstreamFromTrace(t *testing.T) {
+// TestLegacyTraceFacts checks that a row written before trace entries
+// carried facts is read from its prose, as the gate wrote it then.
+func TestLegacyTraceFacts(t *testing.T) {
 	for _, tc := range []struct {
-		result string
-		d      portcullis.Decision
-		want   *portcullis.UpstreamTool
+		entry portcullis.TraceEntry
+		d     portcullis.Decision
+		want  *portcullis.UpstreamTool
 	}{
-		{`no upstream server offers a tool named "x"`, portcullis.Decision{}, &portcullis.UpstreamTool{}},
-		{`w: DELETE, base level CONFIRM_SINGLE_USE, not elevatable (MCP annotations of upstream "a \"b\"", pinned)`, portcullis.Decision{Endpoint: portcullis.Delete},
-			&portcullis.UpstreamTool{Server: `a "b"`, Offered: true, Annotated: true, Destructive: true}},
-		{`w: UPDATE, base level CONFIRM_SINGLE_USE, risk external-write (MCP annotations of upstream "s", pinned); its definition changed since it was pinned: ...`,
+		{portcullis.TraceEntry{Stage: "route", Result: `no upstream server offers a tool named "x"`}, portcullis.Decision{}, &portcullis.UpstreamTool{}},
+		{portcullis.TraceEntry{Stage: "route", Result: `w: DELETE, base level CONFIRM_SINGLE_USE, not elevatable (MCP annotations of upstream "a \"b\"", pinned)`}, portcullis.Decision{Endpoint: portcullis.Delete},
+			&portcullis.UpstreamTool{Server: `a "b"`, Offered: true, Annotated: true, Trusted: true, Destructive: true}},
+		{portcullis.TraceEntry{Stage: "route", Result: `w: UPDATE, base level CONFIRM_SINGLE_USE, risk external-write (MCP annotations of upstream "s", pinned); its definition changed since it was pinned: CONFIRM_SINGLE_USE, not elevatable, until a person accepts the change (portcullis tools accept)`},
 			portcullis.Decision{Endpoint: portcullis.Update, Risk: portcullis.RiskExternalWrite},
-			&portcullis.UpstreamTool{Server: "s", Offered: true, Annotated: true, OpenWorld: true, Changed: true}},
-		{`w: READ, base level AUTO_APPROVE (policy tools entry)`, portcullis.Decision{}, nil},
+			&portcullis.UpstreamTool{Server: "s", Offered: true, Annotated: true, Trusted: true, OpenWorld: true, Changed: true}},
+		{portcullis.TraceEntry{Stage: "route", Result: `search: READ, base level AUTO_APPROVE; its definition changed since it was pinned: CONFIRM_SINGLE_USE, not elevatable, until a person accepts the change (portcullis tools accept)`},
+			portcullis.Decision{}, &portcullis.UpstreamTool{Offered: true, Changed: true}},
+		{portcullis.TraceEntry{Stage: "route", Result: `w: READ, base level AUTO_APPROVE (policy tools entry)`}, portcullis.Decision{}, nil},
 	} {
-		if got := upstreamFromTrace(tc.result, tc.d.Endpoint, tc.d.Risk); !cmp.Equal(got, tc.want) {
-			t.Errorf("upstreamFromTrace(%q) = %+v; want %+v", tc.result, got, tc.want)
+		trace := []portcullis.TraceEntry{tc.entry}
+		legacyTraceFacts(trace)
+		if got := upstreamFromTrace(trace[0], tc.d.Endpoint, tc.d.Risk); !cmp.Equal(got, tc.want) {
+			t.Errorf("old row %q: upstream %+v; want %+v", tc.entry.Result, got, tc.want)
 		}
+	}
+	// Rows with facts: the hints that made a tool stricter and a tool new
+	// since its upstream's set was pinned are read from the facts alone.
+	for _, tc := range []struct {
+		entry portcullis.TraceEntry
+		d     portcullis.Decision
+		want  *portcullis.UpstreamTool
+	}{
+		{portcullis.TraceEntry{Stage: "route", Result: "reworded", Upstream: "fs", Facts: []portcullis.Fact{portcullis.FactDestructiveHint}},
+			portcullis.Decision{Endpoint: portcullis.Read}, &portcullis.UpstreamTool{Server: "fs", Offered: true, Annotated: true, Destructive: true}},
+		{portcullis.TraceEntry{Stage: "route", Result: "reworded", Upstream: "web", Facts: []portcullis.Fact{portcullis.FactOpenWorldHint, portcullis.FactToolNew}},
+			portcullis.Decision{}, &portcullis.UpstreamTool{Server: "web", Offered: true, Annotated: true, OpenWorld: true, New: true}},
+		{portcullis.TraceEntry{Stage: "route", Result: "reworded", Upstream: "s", Facts: []portcullis.Fact{portcullis.FactUpstreamAnnotated}},
+			portcullis.Decision{Endpoint: portcullis.Delete}, &portcullis.UpstreamTool{Server: "s", Offered: true, Annotated: true, Trusted: true, Destructive: true}},
+		{portcullis.TraceEntry{Stage: "route", Result: "reworded", Facts: []portcullis.Fact{portcullis.FactToolNew}},
+			portcullis.Decision{}, &portcullis.UpstreamTool{Offered: true, New: true}},
+	} {
+		if got := upstreamFromTrace(tc.entry, tc.d.Endpoint, tc.d.Risk); !cmp.Equal(got, tc.want) {
+			t.Errorf("row with facts %v: upstream %+v; want %+v", tc.entry.Facts, got, tc.want)
+		}
+	}
+	trace := []portcullis.TraceEntry{
+		{Stage: "autonomy", Result: "pause: the run has taken 3 steps of 3 (step 3 (run state from the store), risk 0.2, tier advisory)"},
+		{Stage: "validator", Result: "no verdict (timeout): fail closed"},
+	}
+	legacyTraceFacts(trace)
+	if !trace[0].Has(portcullis.FactRunStateFromStore) || trace[0].Step != 3 {
+		t.Errorf("old autonomy entry read as %+v; want step 3 from the store", trace[0])
+	}
+	if !validatorFailed(trace) {
+		t.Errorf("old validator entry %q not read as no verdict", trace[1].Result)
 	}
 	if !slices.Equal(redactedArgs(map[string]any{"a": portcullis.RedactedValue, "b": "x", "c": portcullis.RedactedValue}), []string{"a", "c"}) {
 		t.Errorf("redactedArgs does not name both redacted arguments")
 	}
+}
+
+// TestReplayReadsTraceFacts replays rows whose decision depended on what
+// only the trace records (an upstream tool no server offers, one classified
+// by its pinned annotations, a changed definition, a run step from the
+// store, a validator with no verdict) under the policy that recorded them:
+// as written, with every entry's prose reworded (the facts decide), and as
+// a row written before traces carried facts (the prose decides). Each
+// must replay unchanged; a row with neither facts nor the old prose must
+// not, which shows the replay depends on what it reads.
+func TestReplayReadsTraceFacts(t *testing.T) {
+	ctx := context.Background()
+	pol, _, err := policy.Parse("old.yaml", []byte(replayPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(nil)
+	g, err := gate.New(pol, gate.WithStore(st), gate.WithValidator(mailValidator{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing, err := gate.New(pol, gate.WithStore(st), gate.WithValidator(failValidator{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(g *gate.Gate, c portcullis.Call) portcullis.Decision {
+		t.Helper()
+		d, err := g.Decide(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var ids []string
+	ids = append(ids, decide(g, portcullis.Call{Tool: "ghost", Session: "s", Upstream: &portcullis.UpstreamTool{Server: "fs"}}).DecisionID)
+	ids = append(ids, decide(g, portcullis.Call{Tool: "read_text", Session: "s", Upstream: &portcullis.UpstreamTool{Server: "fs", Offered: true, Annotated: true, Trusted: true, ReadOnly: true}}).DecisionID)
+	ids = append(ids, decide(g, portcullis.Call{Tool: "list_items", Session: "s", Upstream: &portcullis.UpstreamTool{Server: "fs", Offered: true, Changed: true}}).DecisionID)
+	var last portcullis.Decision
+	for i := range 4 {
+		last = decide(g, portcullis.Call{Tool: "edit_item", Agent: "bot", Session: "s2", Run: &portcullis.Run{ID: "r1"}, Args: map[string]any{"n": i}})
+	}
+	if last.Code != portcullis.CodeAutonomyPause {
+		t.Fatalf("fourth step of the run: %s %s; want AUTONOMY_PAUSE", last.Outcome, last.Code)
+	}
+	ids = append(ids, last.DecisionID)
+	// A validator with no verdict denies, fail closed; a replay must tell
+	// that from a store's failure (which it does not replay). The decision
+	// names the validator as its source, so this row replays even without
+	// the fact: it is not among the rows that need it.
+	needFacts := len(ids)
+	ids = append(ids, decide(failing, portcullis.Call{Tool: "send_email", Session: "s", Args: map[string]any{"to": "a@example.com"}}).DecisionID)
+
+	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]portcullis.AuditEvent{}
+	for _, rec := range recs {
+		ev, err := rec.Event()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[ev.DecisionID] = ev
+	}
+	r, err := newReplayer(pol, "", time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// variant rewrites a row's trace entry by entry.
+	variant := func(ev portcullis.AuditEvent, edit func(*portcullis.TraceEntry)) portcullis.AuditRecord {
+		d := *ev.Decision
+		d.Trace = slices.Clone(d.Trace)
+		for i := range d.Trace {
+			edit(&d.Trace[i])
+		}
+		ev.Decision = &d
+		body, err := portcullis.EncodeAuditBody(&ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return portcullis.AuditRecord{Seq: 1, Body: body}
+	}
+	written := func(*portcullis.TraceEntry) {}
+	reworded := func(e *portcullis.TraceEntry) { e.Result = "reworded: " + strings.ToUpper(e.Result) }
+	oldFormat := func(e *portcullis.TraceEntry) { e.Facts, e.Upstream, e.Step = nil, "", 0 }
+	neither := func(e *portcullis.TraceEntry) { oldFormat(e); reworded(e) }
+	for i, id := range ids {
+		ev, ok := rows[id]
+		if !ok {
+			t.Fatalf("no audit row for decision %s", id)
+		}
+		if !slices.ContainsFunc(ev.Decision.Trace, func(e portcullis.TraceEntry) bool { return len(e.Facts) > 0 }) {
+			t.Errorf("%s: the recorded trace has no facts: %+v", ev.Tool, ev.Decision.Trace)
+		}
+		for _, v := range []struct {
+			name string
+			edit func(*portcullis.TraceEntry)
+		}{{"as written", written}, {"reworded", reworded}, {"old format", oldFormat}} {
+			res := r.replay(ctx, variant(ev, v.edit))
+			if !res.decision || res.skip != "" || res.change != nil {
+				t.Errorf("%s row %s: replayed as %+v (change %+v); want unchanged", v.name, ev.Tool, res, res.change)
+			}
+		}
+		if res := r.replay(ctx, variant(ev, neither)); i < needFacts && res.skip == "" && res.change == nil {
+			t.Errorf("%s row with neither facts nor the old prose replayed unchanged: the test does not exercise what replay reads", ev.Tool)
+		}
+	}
+}
+
+// failValidator gives no verdict.
+type failValidator struct{}
+
+func (failValidator) Validate(context.Context, portcullis.ValidationRequest) (portcullis.Verdict, error) {
+	return portcullis.Verdict{FailClosed: true, Reasoning: "timeout"}, nil
 }
 
 // TestReplayRunStopsOnError checks that the pipeline ends, with the error,

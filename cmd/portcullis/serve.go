@@ -23,6 +23,7 @@ import (
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/httpapi"
 	"github.com/portcullis/portcullis/httpapi/console"
+	"github.com/portcullis/portcullis/internal/guard"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/notify"
@@ -44,9 +45,16 @@ type serveConfig struct {
 	// ShowDenied lists tools the policy denies in tools/list too.
 	ShowDenied bool         `yaml:"showDenied"`
 	Notify     notifyConfig `yaml:"notify"`
+	// HTTP bounds how long a client may hold one of the gateway's
+	// connections.
+	HTTP httpConfig `yaml:"http"`
+	// Audit anchors the audit chain outside the host (witnesses).
+	Audit auditConfig `yaml:"audit"`
 
 	// created lists the agent token files made at this start.
 	created []string
+	// rel resolves a path relative to the file.
+	rel func(string) string
 }
 
 type agentConfig struct {
@@ -70,9 +78,35 @@ type upstreamConfig struct {
 	Headers map[string]string `yaml:"headers"`
 	// Prefix overrides the tool-name prefix (default: "<name>__" with
 	// several upstreams, none with one; "" for none when tool names
-	// cannot clash).
+	// cannot clash). When two upstreams offer the same name, the first
+	// in this list serves it; the other's tool is never served.
 	Prefix *string `yaml:"prefix"`
+	// Roots answer the upstream's roots/list: directories (relative to
+	// this file) or file:// URIs. Without them the gateway asks the client
+	// session whose call the upstream serves.
+	Roots []string `yaml:"roots"`
+	// TrustAnnotations lets the upstream's MCP tool annotations classify
+	// the tools the policy does not name (readOnlyHint → READ,
+	// destructiveHint → DELETE, otherwise UPDATE). By default they are
+	// the server's own claims and only make a tool stricter.
+	TrustAnnotations bool `yaml:"trustAnnotations"`
 }
+
+// httpConfig bounds how long a client may hold a connection: to send a
+// request's headers, to send its body, and to keep an idle connection
+// open between requests. Zero takes the default.
+type httpConfig struct {
+	ReadHeaderTimeout time.Duration `yaml:"readHeaderTimeout"` // default 10s
+	BodyTimeout       time.Duration `yaml:"bodyTimeout"`       // default 10s
+	IdleTimeout       time.Duration `yaml:"idleTimeout"`       // default 30s
+}
+
+// The defaults of httpConfig.
+const (
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultBodyTimeout       = 10 * time.Second
+	defaultIdleTimeout       = 30 * time.Second
+)
 
 type notifyConfig struct {
 	Desktop bool `yaml:"desktop"`
@@ -103,15 +137,39 @@ func loadServeConfig(path string) (*serveConfig, error) {
 		}
 		return filepath.Join(base, p)
 	}
+	rawPolicy := c.Policy
 	c.Policy, c.State = rel(c.Policy), rel(c.State)
+	if _, err := c.Audit.witnesses(rel, io.Discard); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.rel = rel
 	if c.Policy == "" {
 		return nil, fmt.Errorf("%s: policy: the policy file must be named", path)
+	}
+	if err := checkPolicyFile(path, rawPolicy, c.Policy); err != nil {
+		return nil, err
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8470"
 	}
 	if len(c.Upstreams) == 0 {
 		return nil, fmt.Errorf("%s: upstreams: at least one upstream MCP server is needed", path)
+	}
+	for _, t := range []struct {
+		key string
+		d   *time.Duration
+		def time.Duration
+	}{
+		{"http.readHeaderTimeout", &c.HTTP.ReadHeaderTimeout, defaultReadHeaderTimeout},
+		{"http.bodyTimeout", &c.HTTP.BodyTimeout, defaultBodyTimeout},
+		{"http.idleTimeout", &c.HTTP.IdleTimeout, defaultIdleTimeout},
+	} {
+		switch {
+		case *t.d < 0:
+			return nil, fmt.Errorf("%s: %s: want a positive duration such as 10s, got %s", path, t.key, *t.d)
+		case *t.d == 0:
+			*t.d = t.def
+		}
 	}
 	seen := map[string]bool{}
 	for i, u := range c.Upstreams {
@@ -125,6 +183,13 @@ func loadServeConfig(path string) (*serveConfig, error) {
 		}
 		seen[u.Name] = true
 		c.Upstreams[i].Dir = rel(u.Dir)
+		for j, r := range u.Roots {
+			uri, err := rootURI(r, rel)
+			if err != nil {
+				return nil, fmt.Errorf("%s: upstreams[%d] (%s): roots[%d]: %v", path, i, u.Name, j, err)
+			}
+			c.Upstreams[i].Roots[j] = uri
+		}
 	}
 	if len(c.Agents) == 0 {
 		return nil, fmt.Errorf("%s: agents: at least one agent with a token is needed: the MCP endpoint admits no one without one", path)
@@ -229,11 +294,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError("serve takes no arguments; unexpected %q", pos[0])
 	}
 	cfg, err := loadServeConfig(*cfgPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return configMissing(*cfgPath, flagGiven(fs, "config"))
+	}
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
 	if *listen != "" {
 		cfg.Listen = *listen
+	}
+	if err := checkListen(cfg.Listen); err != nil {
+		return err
+	}
+	if err := checkUpstreamCommands(*cfgPath, cfg.Upstreams); err != nil {
+		return err
 	}
 	log, err := of.logger(stderr)
 	if err != nil {
@@ -292,6 +366,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return base + "/blocks"
 		case portcullis.NoticeToolChange:
 			return base + "/tools"
+		case portcullis.NoticePendingLimit:
+			return base + "/approvals?agent=" + url.QueryEscape(n.Agent)
 		}
 		return base + "/"
 	}}
@@ -316,7 +392,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return listenError(cfg.Listen, err)
 	}
 	base = cfg.PublicURL
 	if base == "" {
@@ -332,7 +408,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for k, v := range u.Headers {
 			headers[k] = os.ExpandEnv(v)
 		}
-		ups = append(ups, mcpgw.Upstream{Name: u.Name, Prefix: u.Prefix, Command: u.Command, Env: env, Dir: u.Dir, URL: u.URL, Headers: headers})
+		ups = append(ups, mcpgw.Upstream{Name: u.Name, Prefix: u.Prefix, Command: u.Command, Env: env, Dir: u.Dir, URL: u.URL, Headers: headers, Roots: u.Roots, TrustAnnotations: u.TrustAnnotations})
 	}
 	gw, err := mcpgw.New(ctx, mcpgw.Config{
 		Gate: g, Store: st, Upstreams: ups,
@@ -349,33 +425,45 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer gw.Close()
+	agentOf := func(tok string) (string, bool) {
+		a, ok := tokens[tokenHash(tok)]
+		return a.Name, ok
+	}
+	var hosts, origins []string
+	if u, err := url.Parse(base); err == nil && u.Host != "" && cfg.PublicURL != "" {
+		// A public name replaces the loopback default; a gateway that
+		// listens on loopback keeps answering there too (the CLI on the
+		// same machine). Pages of the public URL are the gateway's own
+		// origin even behind a TLS-terminating proxy.
+		hosts = append(hosts, u.Host)
+		if isLoopback(ln.Addr()) {
+			hosts = append(hosts, guard.LoopbackHosts()...)
+		}
+		origins = append(origins, u.Scheme+"://"+u.Host)
+	}
+	// One guard for the API, the console and the MCP endpoint: the same
+	// Host and Origin rules, and one count of wrong credentials per
+	// client whichever entry they are tried on.
+	gd, err := guard.New(guard.Options{Hosts: hosts, Origins: origins, Failures: guard.FailureOptions{
+		Report: func(f guard.Failure) { m.AuthFailure(f.Entry, f.Limited) },
+	}})
+	if err != nil {
+		ln.Close()
+		return &exitError{code: 2, msg: fmt.Sprintf("%s: publicURL: %v", *cfgPath, err)}
+	}
 	mcpHandler, err := gw.Handler(mcpgw.HTTPOptions{
-		AgentOf: func(tok string) (string, bool) {
-			a, ok := tokens[tokenHash(tok)]
-			return a.Name, ok
-		},
-		AllowRemoteHosts: !isLoopback(ln.Addr()),
+		AgentOf: agentOf,
+		Guard:   gd,
+		// Listening on a public address with no publicURL, the MCP
+		// endpoint answers any Host name, as before the guard.
+		AllowRemoteHosts: !isLoopback(ln.Addr()) && cfg.PublicURL == "",
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	agentOf := func(tok string) (string, bool) {
-		a, ok := tokens[tokenHash(tok)]
-		return a.Name, ok
-	}
-	var hosts []string
-	if u, err := url.Parse(base); err == nil && u.Host != "" && cfg.PublicURL != "" {
-		// A public name replaces the loopback default of the API and
-		// the console; a gateway that listens on loopback keeps
-		// answering there too (the CLI on the same machine).
-		hosts = append(hosts, u.Host)
-		if isLoopback(ln.Addr()) {
-			hosts = append(hosts, "localhost", "127.0.0.1", "::1")
-		}
-	}
 	api, err := httpapi.New(httpapi.Options{
-		Gate: g, Store: st, AgentToken: agentOf, HumanToken: humanToken, AllowedHosts: hosts, Logger: log,
+		Gate: g, Store: st, AgentToken: agentOf, HumanToken: humanToken, Guard: gd, Logger: log,
 		Ready: func(ctx context.Context) error {
 			_, err := st.Blocks(ctx)
 			return err
@@ -386,7 +474,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	con, err := console.New(console.Options{
-		Gate: g, Store: st, LoginToken: humanToken, AllowedHosts: hosts, BaseURL: base, Notices: notices, Logger: log,
+		Gate: g, Store: st, LoginToken: humanToken, Guard: gd, BaseURL: base, Notices: notices, Logger: log,
 		PolicyLoadedAt: watcher.LoadedAt, PolicyProblem: watcher.Problem,
 	})
 	if err != nil {
@@ -401,12 +489,32 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	mux.Handle("/metrics", metricsHandler(m, metricsToken))
 	mux.Handle("/", con)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// No client holds a connection for free: headers and bodies have
+	// deadlines, idle connections are closed, and every refusal closes
+	// its connection (the handlers mark it). Answers have no deadline: a
+	// call held for a person, a long poll and the console's live stream
+	// last as long as they need.
+	srv := &http.Server{
+		Handler:           guard.BodyDeadline(mux, cfg.HTTP.BodyTimeout),
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+		IdleTimeout:       cfg.HTTP.IdleTimeout,
+	}
 	srv.RegisterOnShutdown(func() { con.Close() }) // end the console's live streams
+	ws, err := cfg.Audit.witnesses(cfg.rel, stderr)
+	if err != nil {
+		ln.Close()
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	stopWitnesses, err := startWitnesses(ctx, st, dir, ws, cfg.Audit.WitnessInterval, log, m)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopWitnesses()
 	for _, c := range cfg.created {
 		fmt.Fprintf(stdout, "portcullis: created the token of agent %s (0600); clients send it as Authorization: Bearer <token>\n", c)
 	}
-	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%d upstreams, %d agents); state in %s\n", base, len(ups), len(tokens), dir)
+	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%s, %s); state in %s\n", base, plural(len(ups), "upstream"), plural(len(tokens), "agent"), dir)
 	fmt.Fprintf(stdout, "portcullis: console on %s/ (log in with the token in %s)\n", base, filepath.Join(dir, "admin.token"))
 	fmt.Fprintf(stdout, "portcullis: metrics on %s/metrics (bearer token in %s)\n", base, filepath.Join(dir, "metrics.token"))
 	for _, t := range gw.Tools() {
@@ -424,6 +532,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shut)
+	stopWitnesses() // the last head, once no more calls are decided
 	return nil
 }
 
@@ -433,3 +542,18 @@ func isLoopback(a net.Addr) bool {
 }
 
 var _ portcullis.Notifier = notify.Multi{}
+
+// rootURI makes a configured root a file:// URI: a URI is kept, a
+// directory (made absolute by rel) is converted.
+func rootURI(r string, rel func(string) string) (string, error) {
+	switch {
+	case r == "":
+		return "", errors.New("empty root")
+	case strings.HasPrefix(r, "file://"):
+		return r, nil
+	case strings.Contains(r, "://"):
+		return "", fmt.Errorf("root %q is not a file:// URI", r)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(rel(r))}
+	return u.String(), nil
+}

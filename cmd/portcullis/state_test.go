@@ -250,4 +250,22 @@ func TestStoreURLs(t *testing.T) {
 	if code, _, stderr := runCLI(t, "", "audit", "tail", "--store", "mysql://x"); code != 2 || !strings.Contains(stderr, "unknown store") {
 		t.Fatalf("unknown store scheme = exit %d, %q", code, stderr)
 	}
+	db := filepath.Join(t.TempDir(), "portcullis.db")
+	for _, tc := range []struct{ query, want string }{
+		{"?sync=normal", `sync "normal": want "full"`},
+		{"?sync=process&cache=shared", `unknown parameter "cache"`},
+		{"?sync=full&sync=process", `sync "full,process"`},
+	} {
+		if code, _, stderr := runCLI(t, "", "audit", "tail", "--store", "sqlite://"+db+tc.query); code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--store sqlite://...%s = exit %d, %q; want exit 2 naming %s", tc.query, code, stderr, tc.want)
+		}
+	}
+	if code, _, stderr := runCLI(t, "", "audit", "tail", "--store", "postgres://x@127.0.0.1:1/p?sync=off"); code != 2 || !strings.Contains(stderr, `sync "off": want "full"`) {
+		t.Errorf("--store postgres://...?sync=off = exit %d, %q; want exit 2", code, stderr)
+	}
+	for _, mode := range []string{"full", "process"} {
+		if code, _, stderr := runCLI(t, "", "audit", "tail", "--store", "sqlite://"+db+"?sync="+mode); code != 0 {
+			t.Errorf("--store sqlite://...?sync=%s = exit %d, %q", mode, code, stderr)
+		}
+	}
 }

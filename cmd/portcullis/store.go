@@ -31,7 +31,7 @@ type stateFlags struct {
 
 func (s *stateFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.state, "state", "", "state `directory` (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)")
-	fs.StringVar(&s.store, "store", "", "store `URL`: sqlite:///path/portcullis.db or postgres://... (default $PORTCULLIS_STORE, else SQLite in the state directory)")
+	fs.StringVar(&s.store, "store", "", "store `URL`: sqlite:///path/portcullis.db or postgres://..., ?sync=process to trade power-loss durability for speed (default $PORTCULLIS_STORE, else SQLite in the state directory)")
 }
 
 // dir returns the state directory, creating it (0700) when create is set.
@@ -88,6 +88,23 @@ func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Sto
 	switch {
 	case strings.HasPrefix(u, "sqlite://"), strings.HasPrefix(u, "sqlite:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
+		// The URL's query takes one parameter, `sync` (full or process).
+		var mode sqlite.Sync
+		if before, query, ok := strings.Cut(path, "?"); ok {
+			path = before
+			q, err := url.ParseQuery(query)
+			if err != nil {
+				return nil, usageError("store %q: %v", u, err)
+			}
+			for k := range q {
+				if k != "sync" {
+					return nil, usageError("store %q: unknown parameter %q (a sqlite store URL takes only sync=full or sync=process)", u, k)
+				}
+			}
+			if mode, err = sqlite.ParseSync(strings.Join(q["sync"], ",")); err != nil {
+				return nil, usageError("store %q: %v", u, err)
+			}
+		}
 		if path == "" {
 			return nil, usageError("store %q names no file (want sqlite:///path/portcullis.db)", u)
 		}
@@ -97,20 +114,25 @@ func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Sto
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
-		st, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, NoQuickCheck: s.perCall})
+		st, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, NoQuickCheck: s.perCall, Sync: mode})
 		if err != nil {
 			return nil, err
 		}
 		return st, nil
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
 		// The schema that holds Portcullis's tables is named by the URL's
-		// own `schema` parameter (default "portcullis"); it is not a
-		// PostgreSQL connection parameter, so it is taken out.
-		dsn, schema, err := splitSchema(u)
+		// own `schema` parameter (default "portcullis"), the durability by
+		// `sync` (full or process); they are not PostgreSQL connection
+		// parameters, so they are taken out.
+		dsn, schema, sync, err := splitParams(u)
 		if err != nil {
 			return nil, usageError("store %q: %v", redactURL(u), err)
 		}
-		st, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, Schema: schema})
+		mode, err := postgres.ParseSync(sync)
+		if err != nil {
+			return nil, usageError("store %q: %v", redactURL(u), err)
+		}
+		st, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, Schema: schema, Sync: mode})
 		if err != nil {
 			return nil, err
 		}
@@ -119,17 +141,19 @@ func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Sto
 	return nil, usageError("unknown store %q (want sqlite:///path or postgres://...)", redactURL(u))
 }
 
-// splitSchema takes the `schema` query parameter out of a PostgreSQL URL.
-func splitSchema(u string) (dsn, schema string, err error) {
+// splitParams takes Portcullis's own query parameters, `schema` and
+// `sync`, out of a PostgreSQL URL.
+func splitParams(u string) (dsn, schema, sync string, err error) {
 	pu, err := url.Parse(u)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	q := pu.Query()
-	schema = q.Get("schema")
+	schema, sync = q.Get("schema"), strings.Join(q["sync"], ",") // a repeated sync is refused
 	q.Del("schema")
+	q.Del("sync")
 	pu.RawQuery = q.Encode()
-	return pu.String(), schema, nil
+	return pu.String(), schema, sync, nil
 }
 
 // redactURL hides a password in a store URL before it is shown.

@@ -40,10 +40,16 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "UPSTREAM\tTOOL\tSTATE\tFIRST SEEN\tACCEPTED BY")
 		for _, p := range pins {
+			if p.IsToolSet() {
+				continue
+			}
 			state := "pinned"
-			if p.PendingHash != "" {
+			switch {
+			case p.Unaccepted():
+				state = "NEW (held)"
+			case p.PendingHash != "":
 				state = "CHANGED (held)"
-			} else if *changedOnly {
+			case *changedOnly:
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Upstream, p.Tool, state, p.FirstSeen.UTC().Format("2006-01-02 15:04"), p.AcceptedBy)
@@ -64,7 +70,11 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if p.PendingHash == "" {
 		return portcullis.Errorf(portcullis.CodeConflict, "tool %q of upstream %q has no pending change", tool, upstream)
 	}
-	fmt.Fprintf(stdout, "The definition of %s (upstream %s) changed:\n%s\n", tool, upstream, definitionDiff(p.Definition, p.PendingDefinition))
+	if p.Unaccepted() {
+		fmt.Fprintf(stdout, "%s is a new tool of upstream %s, first offered after its tools were pinned. Its definition:\n%s\n", tool, upstream, strings.Join(indentLines(p.PendingDefinition), "\n"))
+	} else {
+		fmt.Fprintf(stdout, "The definition of %s (upstream %s) changed:\n%s\n", tool, upstream, definitionDiff(p.Definition, p.PendingDefinition))
+	}
 	who := *as
 	if who == "" {
 		who = os.Getenv("USER")

@@ -50,6 +50,11 @@ func buildValidator(pol *portcullis.Policy, log *slog.Logger) (portcullis.Valida
 		Timeout:        cfg.Timeout,
 		PolicyHash:     pol.Hash,
 		Logger:         log,
+		Budget: validator.Budget{
+			PerMinute:  cfg.Budget.PerMinute,
+			Burst:      cfg.Budget.Burst,
+			Concurrent: cfg.Budget.Concurrent,
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("validator: %w", err)

@@ -56,6 +56,11 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request, s *session) {
 func (c *Console) deny(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		// As the CLI (portcullis deny --reason): the agent is told why.
+		c.refuse(w, r, http.StatusBadRequest, "Denying needs a reason: the agent is shown it, so it can change course.")
+		return
+	}
 	if utf8.RuneCountInString(reason) > maxReasonLength {
 		c.refuse(w, r, http.StatusBadRequest, fmt.Sprintf("A reason has at most %d characters.", maxReasonLength))
 		return
@@ -65,7 +70,10 @@ func (c *Console) deny(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, "Denying", err)
 		return
 	}
-	c.finish(w, r, s, "/approvals", fmt.Sprintf("Denied %s (%s).", a.Tool, a.ID))
+	c.mu.Lock()
+	s.flash = &flash{Denied: true, Text: fmt.Sprintf("Denied %s (%s).", a.Tool, a.ID)}
+	c.mu.Unlock()
+	http.Redirect(w, r, localPath(r.PostFormValue("return"), "/approvals"), http.StatusSeeOther)
 }
 
 // unblock clears an agent's block with its challenge's code, and audits it

@@ -171,10 +171,11 @@ func TestActionRefusals(t *testing.T) {
 		says   string
 	}{
 		{"approve twice", "/approvals/" + id + "/approve", url.Values{"scope": {"once"}}, http.StatusConflict, "already approved"},
-		{"deny after approval", "/approvals/" + id + "/deny", nil, http.StatusConflict, "already approved"},
+		{"deny after approval", "/approvals/" + id + "/deny", url.Values{"reason": {"no"}}, http.StatusConflict, "already approved"},
 		{"unknown approval", "/approvals/apr_nope/approve", url.Values{"scope": {"once"}}, http.StatusNotFound, "apr_nope"},
-		{"deny unknown", "/approvals/apr_nope/deny", nil, http.StatusNotFound, "apr_nope"},
+		{"deny unknown", "/approvals/apr_nope/deny", url.Values{"reason": {"no"}}, http.StatusNotFound, "apr_nope"},
 		{"bad scope", "/approvals/" + id + "/approve", url.Values{"scope": {"forever"}}, http.StatusBadRequest, "once or for the session"},
+		{"no reason", "/approvals/" + id + "/deny", url.Values{"reason": {"  "}}, http.StatusBadRequest, "needs a reason"},
 		{"long reason", "/approvals/" + id + "/deny", url.Values{"reason": {strings.Repeat("x", 1001)}}, http.StatusBadRequest, "at most 1000"},
 		{"revoke unknown grant", "/grants/grt_nope/revoke", nil, http.StatusNotFound, "grt_nope"},
 		{"unblock without code", "/blocks/unblock", url.Values{"agent": {"a"}, "challenge": {"c"}}, http.StatusBadRequest, "needs the agent"},

@@ -7,38 +7,44 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"net"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/portcullis/portcullis/internal/guard"
 )
 
-// The console's cookies. All are HttpOnly and SameSite=Strict, and Secure
-// when the console is served over TLS.
-const (
-	sessionCookie = "portcullis_session" // the login session
-	csrfCookie    = "portcullis_csrf"    // the session's CSRF token (double submit)
-	loginCookie   = "portcullis_login"   // the login form's nonce, before a session exists
-)
+// The console's session credential travels only in this request header,
+// never as a cookie. Browsers send a host's cookies to every port of it,
+// and some to every name that resolves to it: a page an agent serves on
+// another port of 127.0.0.1, or on another *.localhost name, would receive
+// a session cookie and could replay it. A header is sent only by the
+// console's own script, which keeps the credential in the console's
+// origin's localStorage (scheme, host and port: no other port can read it).
+const sessionHeader = "X-Portcullis-Session"
 
-// Limits of the login and of sessions.
+// loginCookie is the login form's nonce, before a session exists: HttpOnly,
+// SameSite=Strict, Secure when the console is served over TLS. It lets
+// nobody act; it only ties the login form to the browser that asked for it.
+const loginCookie = "portcullis_login"
+
+// Limits of the login and of sessions. Wrong login tokens are counted by
+// the shared guard (guard.Failures), per client.
 const (
-	sessionLife       = 12 * time.Hour
-	maxSessions       = 64
-	loginWindow       = time.Minute
-	maxClientFailures = 5  // failed logins per client address per window
-	maxTotalFailures  = 20 // failed logins from everywhere per window
-	maxFormBytes      = 64 << 10
-	maxNameLength     = 64
+	sessionLife   = 12 * time.Hour
+	maxSessions   = 64
+	maxFormBytes  = 64 << 10
+	maxNameLength = 64
 )
 
 // session is a logged-in browser. Its CSRF token is bound to it: an HMAC of
 // the session's secret under the console's key.
 type session struct {
-	key     string // the hash of the cookie's value
+	key     string // the hash of the credential
 	user    string // the name given at login ("" when none)
 	csrf    string
 	expires time.Time
@@ -58,7 +64,10 @@ func (s *session) actor() string {
 // (never in the URL).
 type flash struct {
 	Error bool
-	Text  string
+	// Denied: the message confirms a denial, which is not shown as a
+	// success.
+	Denied bool
+	Text   string
 }
 
 func (c *Console) secure(r *http.Request) bool {
@@ -101,13 +110,14 @@ func equal(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// currentSession returns the request's live session, or nil.
+// currentSession returns the live session whose credential the request
+// carries in the session header, or nil. Cookies play no part.
 func (c *Console) currentSession(r *http.Request) *session {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
+	secret := r.Header.Get(sessionHeader)
+	if secret == "" {
 		return nil
 	}
-	key := hashKey(ck.Value)
+	key := hashKey(secret)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.sessions[key]
@@ -128,7 +138,7 @@ func (c *Console) endSessionLocked(s *session) {
 	}
 }
 
-// newSession starts a session and returns the cookie value that names it.
+// newSession starts a session and returns the credential that names it.
 func (c *Console) newSession(user string) (string, *session) {
 	secret := randomToken()
 	now := c.clock.Now()
@@ -177,33 +187,46 @@ func (c *Console) takeFlash(s *session) *flash {
 // region only (a live refresh).
 func isFragment(r *http.Request) bool { return r.Header.Get("X-Portcullis-Fragment") == "1" }
 
-// page wraps a page's handler: a visitor without a session is sent to the
-// login (a live refresh gets 401), and no page is stored by any cache.
+// page wraps a page's handler, and no page is stored by any cache. A
+// request without the session header — a navigation, a link opened in a
+// new tab, or anything else that carries only what a browser attaches by
+// itself — gets the shell: the page's frame without any of its data, whose
+// script fetches the page again with the credential, or sends the person
+// to the login. A request that names a session that is not live (a live
+// refresh, a fetch with an ended session) gets 401.
 func (c *Console) page(fn func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		s := c.currentSession(r)
 		if s == nil {
-			if isFragment(r) {
-				http.Error(w, "not logged in", http.StatusUnauthorized)
+			if isFragment(r) || r.Header.Get(sessionHeader) != "" {
+				c.unauthorized(w)
 				return
 			}
-			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			c.render(w, r, nil, http.StatusOK, pageInfo{name: "shell", title: "Portcullis"}, nil)
 			return
 		}
 		fn(w, r, s)
 	}
 }
 
-// action wraps a form's handler: it needs a session, and a CSRF token in
-// the form that equals both the CSRF cookie and the session's own token.
-// The Origin was checked in ServeHTTP.
+// unauthorized answers a request that needs a session and has none.
+func (c *Console) unauthorized(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, "not logged in", http.StatusUnauthorized)
+}
+
+// action wraps a form's handler: it needs a session, named by the session
+// header (which only the console's own script sends), and a CSRF token in
+// the form that equals the session's own token. The Origin was checked in
+// ServeHTTP.
 func (c *Console) action(fn func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		s := c.currentSession(r)
 		if s == nil {
-			c.refuse(w, r, http.StatusForbidden, "You are not logged in (or your session ended). Log in and try again.")
+			c.log.Warn("console: request refused", "severity", "HIGH", "type", "NO_SESSION", "path", r.URL.Path, "remote", r.RemoteAddr)
+			c.refuse(w, r, http.StatusUnauthorized, "You are not logged in (or your session ended). Log in and try again.")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
@@ -212,8 +235,7 @@ func (c *Console) action(fn func(http.ResponseWriter, *http.Request, *session)) 
 			return
 		}
 		form := r.PostFormValue("csrf")
-		ck, err := r.Cookie(csrfCookie)
-		if form == "" || err != nil || !equal(form, ck.Value) || !equal(form, s.csrf) {
+		if form == "" || !equal(form, s.csrf) {
 			c.log.Warn("console: request refused", "severity", "HIGH", "type", "CSRF_MISMATCH", "path", r.URL.Path, "remote", r.RemoteAddr)
 			c.refuse(w, r, http.StatusForbidden, "Refused: the form's security token does not match your session. Reload the page and try again.")
 			return
@@ -261,23 +283,23 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, r, http.StatusForbidden, v)
 		return
 	}
-	client := clientAddr(r)
-	now := c.clock.Now()
-	c.mu.Lock()
-	limited := c.limiter.limited(client, now)
-	c.mu.Unlock()
-	if limited {
-		c.log.Warn("console: login refused", "severity", "HIGH", "type", "LOGIN_RATE_LIMITED", "remote", r.RemoteAddr)
-		v.Error = "Too many failed logins. Wait a minute, then try again."
-		c.renderLogin(w, r, http.StatusTooManyRequests, v)
-		return
-	}
+	// The right token is always let in, however many wrong ones were
+	// tried before it; a wrong one is counted against the client, and past
+	// its allowance answered 429.
 	given := sha256.Sum256([]byte(r.PostFormValue("token")))
 	want := sha256.Sum256(c.token)
 	if subtle.ConstantTimeCompare(given[:], want[:]) != 1 {
-		c.mu.Lock()
-		c.limiter.fail(client, now)
-		c.mu.Unlock()
+		f := c.gd.Failures.Fail("console", guard.ClientKey(r.RemoteAddr))
+		guard.CloseAfter(w)
+		if f.Limited {
+			if f.FirstLimited {
+				c.log.Warn("console: too many failed logins; further ones from this client are counted, not logged, until it slows down", "severity", "HIGH", "type", "LOGIN_RATE_LIMITED", "client", f.Client, "remote", r.RemoteAddr)
+			}
+			w.Header().Set("Retry-After", guard.RetryAfterSeconds(f.RetryAfter))
+			v.Error = "Too many failed logins from this address. Wait " + guard.RetryAfterSeconds(f.RetryAfter) + " seconds, then try again: the right token is always accepted."
+			c.renderLogin(w, r, http.StatusTooManyRequests, v)
+			return
+		}
 		c.log.Warn("console: login failed", "severity", "HIGH", "type", "LOGIN_FAILED", "remote", r.RemoteAddr)
 		v.Error = "Wrong token. The login token is in the file portcullis serve names when it starts (admin.token in its state directory)."
 		c.renderLogin(w, r, http.StatusUnauthorized, v)
@@ -289,23 +311,26 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, r, http.StatusBadRequest, v)
 		return
 	}
-	c.mu.Lock()
-	c.limiter.reset(client)
-	c.mu.Unlock()
 	secret, s := c.newSession(name)
-	c.setCookie(w, r, sessionCookie, secret, 0)
-	c.setCookie(w, r, csrfCookie, s.csrf, 0)
 	c.setCookie(w, r, loginCookie, "", -1)
 	c.log.Info("console: logged in", "user", s.actor(), "remote", r.RemoteAddr)
-	http.Redirect(w, r, v.Next, http.StatusSeeOther)
+	// The credential goes to the console's script in this page, the
+	// answer to the login form, and never into a cookie or a URL; the
+	// script keeps it and opens the page asked for.
+	c.render(w, r, nil, http.StatusOK, pageInfo{name: "session", title: "Logged in"}, sessionView{Secret: secret, Next: v.Next})
+}
+
+// sessionView is the page that answers a successful login: it hands the
+// session's credential to the console's script.
+type sessionView struct {
+	Secret string
+	Next   string
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 	c.mu.Lock()
 	c.endSessionLocked(s)
 	c.mu.Unlock()
-	c.setCookie(w, r, sessionCookie, "", -1)
-	c.setCookie(w, r, csrfCookie, "", -1)
 	c.log.Info("console: logged out", "user", s.actor(), "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
@@ -337,96 +362,24 @@ func localPath(p, def string) string {
 	return p
 }
 
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// loginLimiter counts failed logins in a sliding window, per client
-// address and in total. Guarded by Console.mu.
-type loginLimiter struct {
-	clients map[string][]time.Time
-	all     []time.Time
-}
-
-func recent(ts []time.Time, now time.Time) []time.Time {
-	i := 0
-	for i < len(ts) && !now.Before(ts[i].Add(loginWindow)) {
-		i++
-	}
-	return ts[i:]
-}
-
-func (l *loginLimiter) limited(client string, now time.Time) bool {
-	l.all = recent(l.all, now)
-	return len(l.all) >= maxTotalFailures || len(recent(l.clients[client], now)) >= maxClientFailures
-}
-
-func (l *loginLimiter) fail(client string, now time.Time) {
-	if l.clients == nil {
-		l.clients = map[string][]time.Time{}
-	}
-	for k, ts := range l.clients {
-		if len(recent(ts, now)) == 0 {
-			delete(l.clients, k)
-		}
-	}
-	l.clients[client] = append(recent(l.clients[client], now), now)
-	l.all = append(recent(l.all, now), now)
-}
-
-func (l *loginLimiter) reset(client string) { delete(l.clients, client) }
-
-// hostAllowed reports whether the console answers requests for this Host.
-func (c *Console) hostAllowed(host string) bool {
-	host = strings.ToLower(host)
-	if host == "" {
-		return false
-	}
-	name := hostname(host)
-	if c.loopback && (name == "127.0.0.1" || name == "localhost" || name == "::1") {
-		return true
-	}
-	for _, h := range c.hosts {
-		if h == host {
-			return true
-		}
-		if _, _, err := net.SplitHostPort(h); err != nil && strings.Trim(h, "[]") == name {
-			return true
-		}
-	}
-	return false
-}
-
-func hostname(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.Trim(hostport, "[]")
+// hostAllowed reports whether the console answers requests for this Host:
+// the shared guard's allow-list.
+func (c *Console) hostAllowed(r *http.Request) bool {
+	return c.gd.Sites.HostAllowed(r.Host, r.TLS != nil)
 }
 
 // originProblem says why a form's Origin is not the console's own ("" when
-// it is).
+// it is): a form must name its Origin, and it must be the console's (the
+// request's own Host, or BaseURL's).
 func (c *Console) originProblem(r *http.Request) string {
-	o := r.Header.Get("Origin")
+	err := c.gd.Sites.CheckOrigin(r)
 	switch {
-	case o == "":
+	case err == nil:
+		return ""
+	case errors.Is(err, guard.ErrNoOrigin):
 		return "the request names no Origin"
-	case o == "null":
+	case r.Header.Get("Origin") == "null":
 		return "the request's Origin is opaque"
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if strings.EqualFold(o, scheme+"://"+r.Host) {
-		return ""
-	}
-	if c.base != nil && strings.EqualFold(o, c.base.Scheme+"://"+c.base.Host) {
-		return ""
 	}
 	return "the form came from another origin"
 }

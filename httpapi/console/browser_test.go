@@ -174,7 +174,7 @@ func TestBrowser(t *testing.T) {
 	emailID := e.confirm(email)
 	emailHeld := await(e, emailID)
 	createID := e.confirm(createCall)
-	run(t, ctx, "see both requests", chromedp.WaitVisible("#approval-"+emailID, chromedp.ByQuery), chromedp.WaitVisible("#approval-"+createID, chromedp.ByQuery))
+	run(t, ctx, "see both requests", settled(base+"/approvals"), chromedp.WaitVisible("#approval-"+emailID, chromedp.ByQuery), chromedp.WaitVisible("#approval-"+createID, chromedp.ByQuery))
 	run(t, ctx, "phone screen", chromedp.EmulateViewport(390, 844))
 	shots.shot(ctx, "pending-phone")
 	run(t, ctx, "desktop screen", chromedp.EmulateViewport(1200, 900))
@@ -277,8 +277,8 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("a forged CSRF token decided the approval: %s", a.Status)
 	}
 
-	// A form on another origin, even with the right token and the cookies
-	// (127.0.0.1 on another port is the same site), is refused.
+	// A form on another origin (127.0.0.1 on another port is the same
+	// site), even with the right CSRF token, is refused.
 	var token string
 	run(t, ctx, "read a real token", settled(base+"/approvals"), chromedp.WaitVisible(card, chromedp.ByQuery),
 		chromedp.Value(card+` input[name="csrf"]`, &token, chromedp.ByQuery))
@@ -330,5 +330,48 @@ func TestScreenshotsKept(t *testing.T) {
 		if !bytes.HasPrefix(b, pngMagic) {
 			t.Errorf("screenshot %s is not a PNG", name)
 		}
+	}
+}
+
+// TestBrowserPendingGroupsByAgent: in a real Chromium, the pending page of
+// a console whose store holds one agent's flood (as many requests as the
+// cap allows) shows another agent's request first, the counts by agent,
+// and only the flood's newest few; a request of a third agent that
+// arrives while the page is open appears in its own group, live.
+func TestBrowserPendingGroupsByAgent(t *testing.T) {
+	e := newBrowserEnv(t)
+	ctx := browsertest.New(t, 3*time.Minute)
+	base := e.srv.URL
+	real := e.confirm(createCall) // agent writer
+	for i := range portcullis.DefaultMaxPending + 5 {
+		call := portcullis.Call{Tool: "delete_element", Session: "s9", Agent: "flooder", Args: map[string]any{"name": "n" + strconv.Itoa(i)}}
+		_, err := e.g.Decide(context.Background(), call)
+		must(t, err)
+	}
+	run(t, ctx, "log in",
+		chromedp.Navigate(base+"/approvals"),
+		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
+		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),
+		chromedp.SendKeys("#name", "alice", chromedp.ByQuery),
+		chromedp.Submit("#login-form", chromedp.ByQuery),
+		chromedp.WaitVisible("#pending-agents", chromedp.ByQuery))
+	run(t, ctx, "open the pending page", settled(base+"/approvals"))
+	var groups []string
+	run(t, ctx, "read the groups", chromedp.Evaluate(`[...document.querySelectorAll("#pending-list section.agent-group")].map(s => s.dataset.agent + ":" + s.dataset.pending + ":" + s.querySelectorAll("li.approval").length)`, &groups))
+	if got, want := strings.Join(groups, " "), "writer:1:1 flooder:50:10"; got != want {
+		t.Fatalf("groups (agent:waiting:cards shown) = %s; want %s", got, want)
+	}
+	run(t, ctx, "see the writer's request", chromedp.WaitVisible("#approval-"+real, chromedp.ByQuery))
+	if got := text(t, ctx, "#pending-agents"); !strings.Contains(got, "writer 1") || !strings.Contains(got, "flooder 50") {
+		t.Errorf("the counts by agent read %q; want writer 1 and flooder 50", got)
+	}
+	if got := text(t, ctx, "#pending-count"); got != "51" {
+		t.Errorf("the badge says %q; want 51", got)
+	}
+	late := e.confirm(portcullis.Call{Tool: "delete_element", Session: "s3", Agent: "late", Args: map[string]any{"name": "x"}})
+	run(t, ctx, "see the late request appear", chromedp.Click("#new-requests", chromedp.ByQuery), chromedp.WaitVisible(`section.agent-group[data-agent="late"] #approval-`+late, chromedp.ByQuery))
+	run(t, ctx, "read the groups again", chromedp.Evaluate(`[...document.querySelectorAll("#pending-list section.agent-group")].map(s => s.dataset.agent)`, &groups))
+	if got, want := strings.Join(groups, " "), "late writer flooder"; got != want {
+		t.Errorf("groups after a third agent asked = %s; want %s", got, want)
 	}
 }

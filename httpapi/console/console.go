@@ -9,9 +9,12 @@
 // to the gate (directly, or through a Notices made first), it learns the
 // verification codes of new danger-zone challenges and shows them on the
 // blocks page, and nowhere an agent reads. It must never be reachable with
-// an agent's credentials: a person logs in with the human login token, and
-// every request is checked for its Host (DNS rebinding), every form for its
-// Origin and CSRF token.
+// an agent's credentials, nor with anything a browser sends by itself to
+// another port or host name of the machine: a person logs in with the human
+// login token, and the session's credential never travels as a cookie — the
+// console's script keeps it in the origin's storage and sends it as a header
+// with every request. Every request is checked for its Host (DNS
+// rebinding), every form for its Origin and CSRF token.
 //
 // It imports only the root package: the gate is reached through the small
 // Gate interface declared here, which *gate.Gate satisfies.
@@ -26,11 +29,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/guard"
 )
 
 // Gate is what the console asks of the decision engine: the actions of
@@ -45,6 +48,9 @@ type Gate interface {
 	ReissueChallenge(ctx context.Context, agent string) (string, error)
 	AcceptTool(ctx context.Context, upstream, tool, by string) (portcullis.ToolPin, error)
 	Policy() *portcullis.Policy
+	// SessionGrantTTL is how long approving a call for the session lets
+	// the session's calls of that tool through; the console says so.
+	SessionGrantTTL() time.Duration
 }
 
 // Store is the part of a portcullis.Store the console reads (and the audit
@@ -52,6 +58,7 @@ type Gate interface {
 type Store interface {
 	Approval(ctx context.Context, id string) (portcullis.Approval, error)
 	Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]portcullis.Approval, error)
+	PendingCounts(ctx context.Context) ([]portcullis.PendingCount, error)
 	Blocks(ctx context.Context) ([]portcullis.Block, error)
 	Grants(ctx context.Context, session string, now time.Time) ([]portcullis.Grant, error)
 	ToolPins(ctx context.Context) ([]portcullis.ToolPin, error)
@@ -97,6 +104,12 @@ type Options struct {
 	// Clock tells the time for sessions, login rate limits and code expiry;
 	// nil: the system clock.
 	Clock portcullis.Clock
+	// Guard, when set, is the server's shared guard (Host and Origin
+	// rules, the count of wrong tokens), and AllowedHosts is not used: one
+	// `portcullis serve` gives the console, the API and the MCP endpoint
+	// the same one. Nil: the console makes its own from AllowedHosts and
+	// BaseURL.
+	Guard *guard.Guard
 }
 
 // Console is the approval console: an http.Handler for the pages, and a
@@ -105,8 +118,7 @@ type Console struct {
 	gate     Gate
 	store    Store
 	token    []byte
-	hosts    []string
-	loopback bool // no AllowedHosts given: the loopback names are allowed
+	gd       *guard.Guard
 	base     *url.URL
 	loadedAt func() time.Time
 	// policyProblem: see Options.PolicyProblem.
@@ -121,8 +133,7 @@ type Console struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session // by the hash of the cookie's value
-	limiter  loginLimiter
-	done     chan struct{} // closed by Close: live streams end
+	done     chan struct{}       // closed by Close: live streams end
 	closed   bool
 }
 
@@ -172,18 +183,20 @@ func New(o Options) (*Console, error) {
 		}
 		c.base = u
 	}
-	for _, h := range o.AllowedHosts {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "" || strings.ContainsAny(h, "/ ") {
-			return nil, fmt.Errorf("console: allowed host %q: want host or host:port", h)
-		}
-		c.hosts = append(c.hosts, h)
-	}
-	if len(c.hosts) == 0 {
-		c.loopback = true
+	c.gd = o.Guard
+	if c.gd == nil {
+		hosts, origins := o.AllowedHosts, []string(nil)
 		if c.base != nil {
-			c.hosts = append(c.hosts, strings.ToLower(c.base.Host))
+			origins = append(origins, c.base.Scheme+"://"+c.base.Host)
+			if len(hosts) == 0 {
+				hosts = append(guard.LoopbackHosts(), c.base.Host)
+			}
 		}
+		g, err := guard.New(guard.Options{Hosts: hosts, Origins: origins, Failures: guard.FailureOptions{Now: c.clock.Now}})
+		if err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		c.gd = g
 	}
 	c.key = make([]byte, 32)
 	if _, err := rand.Read(c.key); err != nil {
@@ -274,13 +287,15 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
 	h.Set("Cache-Control", "no-store")
-	if !c.hostAllowed(r.Host) {
+	if !c.hostAllowed(r) {
+		guard.CloseAfter(w)
 		c.log.Warn("console: request refused", "severity", "HIGH", "type", "HOST_NOT_ALLOWED", "host", r.Host, "remote", r.RemoteAddr)
 		http.Error(w, "Host not allowed: open the console at the address portcullis serve printed.", http.StatusForbidden)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if why := c.originProblem(r); why != "" {
+			guard.CloseAfter(w)
 			c.log.Warn("console: request refused", "severity", "HIGH", "type", "ORIGIN_MISMATCH", "why", why, "origin", r.Header.Get("Origin"), "path", r.URL.Path, "remote", r.RemoteAddr)
 			c.refuse(w, r, http.StatusForbidden, "Refused: "+why+". Forms are accepted only from the console's own pages.")
 			return

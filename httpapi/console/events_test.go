@@ -23,6 +23,7 @@ func (c *client) stream(ctx context.Context) <-chan sse {
 	c.t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.e.srv.URL+"/events", nil)
 	must(c.t, err)
+	req.Header.Set(sessionHeader, c.session)
 	resp, err := c.hc.Do(req)
 	must(c.t, err)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {

@@ -181,13 +181,17 @@ func (e *env) auditRows(kind portcullis.AuditKind) []portcullis.AuditEvent {
 	return out
 }
 
-// client is a browser-like HTTP client: a cookie jar, no redirects
-// followed, and the console's own Origin on every POST.
+// client is an HTTP client that does what the console's script does in a
+// browser: it keeps the session's credential that the login hands it and
+// sends it as the X-Portcullis-Session header with every request, and the
+// console's own Origin on every POST. It has a cookie jar (the login
+// form's nonce) and follows no redirects.
 type client struct {
-	t      testing.TB
-	e      *env
-	hc     *http.Client
-	origin string
+	t       testing.TB
+	e       *env
+	hc      *http.Client
+	origin  string
+	session string // the credential, after login
 }
 
 func (e *env) client() *client {
@@ -203,6 +207,9 @@ func (e *env) client() *client {
 
 func (c *client) do(req *http.Request) (*http.Response, string) {
 	c.t.Helper()
+	if c.session != "" && req.Header.Get(sessionHeader) == "" {
+		req.Header.Set(sessionHeader, c.session)
+	}
 	resp, err := c.hc.Do(req)
 	must(c.t, err)
 	defer resp.Body.Close()
@@ -244,7 +251,27 @@ func (c *client) postWith(path string, form url.Values, edit func(*http.Request)
 	return c.do(req)
 }
 
-var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+var (
+	csrfRE    = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	sessionRE = regexp.MustCompile(`data-session="([^"]+)"`)
+)
+
+// sessionHeader carries the console session's credential.
+const sessionHeader = "X-Portcullis-Session"
+
+// sessionOf returns the credential the answer to a login hands the
+// console's script, or "".
+func sessionOf(body string) string {
+	if m := sessionRE.FindStringSubmatch(body); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// loggedIn reports whether the answer to a login form is a new session.
+func loggedIn(resp *http.Response, body string) bool {
+	return resp.StatusCode == http.StatusOK && sessionOf(body) != ""
+}
 
 func csrfOf(t testing.TB, body string) string {
 	t.Helper()
@@ -259,15 +286,21 @@ func csrfOf(t testing.TB, body string) string {
 func (c *client) login(name string) {
 	c.t.Helper()
 	resp, body := c.tryLogin(testToken, name)
-	if resp.StatusCode != http.StatusSeeOther {
-		c.t.Fatalf("login = %d; want 303\n%s", resp.StatusCode, body)
+	if !loggedIn(resp, body) {
+		c.t.Fatalf("login = %d; want 200 with the session's credential\n%s", resp.StatusCode, body)
 	}
 }
 
+// tryLogin submits the login form; when it logs in, the client keeps the
+// credential the answer carries, as the console's script does.
 func (c *client) tryLogin(token, name string) (*http.Response, string) {
 	c.t.Helper()
 	body := c.page("/login")
-	return c.post("/login", url.Values{"csrf": {csrfOf(c.t, body)}, "token": {token}, "name": {name}})
+	resp, body := c.post("/login", url.Values{"csrf": {csrfOf(c.t, body)}, "token": {token}, "name": {name}})
+	if s := sessionOf(body); s != "" {
+		c.session = s
+	}
+	return resp, body
 }
 
 // csrf returns the session's CSRF token, as a page carries it.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,6 +39,24 @@ type card struct {
 	Level, LevelClass                              string
 	Asked, AskedAgo, Expires, ExpiresIn, ExpiresAt string
 	Decide                                         decideView
+	// Stopped: the agent no longer waits for the answer (see stopped);
+	// WaitEnds is when it stops waiting (RFC 3339), while it waits.
+	Stopped  bool
+	WaitEnds string
+}
+
+// stopped reports whether the agent of a pending request has stopped
+// waiting for the answer: a held call waits at most the policy's
+// approvals.wait, so past it the call has already been refused (or its
+// agent went away) and approving only lets an identical retry through.
+// It also returns when the wait ends.
+func (c *Console) stopped(a portcullis.Approval) (bool, time.Time) {
+	p := c.gate.Policy()
+	if a.Status != portcullis.ApprovalPending || p == nil || p.Approvals.Wait <= 0 || a.CreatedAt.IsZero() {
+		return false, time.Time{}
+	}
+	ends := a.CreatedAt.Add(p.Approvals.Wait)
+	return !c.clock.Now().Before(ends), ends
 }
 
 // decideView is the data of the "decide" template: one pending request's
@@ -45,19 +64,78 @@ type card struct {
 type decideView struct {
 	CSRF, Path, Return string
 	ForSession         bool
+	// Names is the request the buttons act on, for their accessible
+	// names: the tool and the agent (made visible).
+	Names string
+	// Tool and Session (made visible) and Lifetime (the session grant's,
+	// "12 h") say what approving for the session covers.
+	Tool, Session, Lifetime string
 }
 
-type pendingView struct {
-	Items []card
-}
-
-// pendingCount is the list's length, unless the list was cut at listLimit.
-func (v pendingView) pendingCount() int {
-	if len(v.Items) >= listLimit {
-		return -1
+// decide is the answer forms' data for a pending request.
+func (c *Console) decide(a portcullis.Approval, csrf, ret string) decideView {
+	return decideView{
+		CSRF: csrf, Path: ApprovalPath(a.ID), Return: ret, ForSession: a.Level == portcullis.ConfirmSession,
+		Names: names(a), Tool: visible(a.Tool, false), Session: visible(a.Call.Session, false),
+		Lifetime: lifetime(c.gate.SessionGrantTTL()),
 	}
-	return len(v.Items)
 }
+
+// lifetime is a grant's lifetime as a person reads it: "12 h", "90 min".
+func lifetime(d time.Duration) string {
+	switch {
+	case d > 0 && d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + " h"
+	case d > 0 && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + " min"
+	}
+	return d.String()
+}
+
+// names is what a request's buttons say they act on.
+func names(a portcullis.Approval) string {
+	s := visible(a.Tool, false)
+	if a.Call.Agent != "" {
+		s += " from agent " + visible(a.Call.Agent, false)
+	}
+	return s
+}
+
+// pendingView is the pending page: the waiting requests grouped by agent,
+// so that one agent's flood cannot hide another agent's request. Without a
+// filter each group shows its agent's newest groupShown requests, the
+// groups with the fewest requests first; with ?agent= one agent's group
+// shows up to listLimit.
+type pendingView struct {
+	Filtered    bool
+	FilterAgent string // visible
+	Groups      []pendingGroup
+	// MoreAgents is how many agents with waiting requests are not shown
+	// (past maxGroups).
+	MoreAgents int
+	// Total is every agent's waiting requests, for the badge.
+	Total int
+}
+
+// pendingGroup is one agent's waiting requests.
+type pendingGroup struct {
+	Agent    string // visible; "(no agent)" for calls that named none
+	RawAgent string // for data-agent (the template escapes it)
+	Anchor   string
+	Pending  int
+	Items    []card
+	More     int    // waiting requests not shown
+	AllPath  string // the agent's own list; "" on that list, and for no agent
+}
+
+// How many requests each agent's group shows on the unfiltered pending
+// page, and how many groups it shows.
+const (
+	groupShown = 10
+	maxGroups  = 50
+)
+
+func (v pendingView) pendingCount() int { return v.Total }
 
 func (c *Console) card(a portcullis.Approval, csrf string) card {
 	now := c.clock.Now()
@@ -69,25 +147,105 @@ func (c *Console) card(a portcullis.Approval, csrf string) card {
 		Level: a.Level.String(), LevelClass: levelClass(a.Level),
 		Asked: fmtTime(a.CreatedAt), AskedAgo: ago(now, a.CreatedAt),
 		Expires: fmtTime(a.ExpiresAt), ExpiresIn: until(now, a.ExpiresAt),
-		Decide: decideView{CSRF: csrf, Path: p, Return: "/approvals", ForSession: a.Level == portcullis.ConfirmSession},
+		Decide: c.decide(a, csrf, "/approvals"),
 	}
 	if !a.ExpiresAt.IsZero() {
 		k.ExpiresAt = a.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	stopped, ends := c.stopped(a)
+	k.Stopped = stopped
+	if !stopped && !ends.IsZero() {
+		k.WaitEnds = ends.UTC().Format(time.RFC3339)
 	}
 	return k
 }
 
 func (c *Console) pendingPage(w http.ResponseWriter, r *http.Request, s *session) {
-	as, err := c.store.Approvals(r.Context(), portcullis.ApprovalFilter{Status: portcullis.ApprovalPending, Limit: listLimit})
+	ctx := r.Context()
+	counts, err := c.store.PendingCounts(ctx)
 	if err != nil {
-		c.fail(w, r, "Listing pending approvals", err)
+		c.fail(w, r, "Counting pending approvals", err)
 		return
 	}
-	v := pendingView{Items: make([]card, len(as))}
-	for i, a := range as {
-		v.Items[i] = c.card(a, s.csrf)
+	var v pendingView
+	for _, n := range counts {
+		v.Total += n.Pending
+	}
+	shown := groupShown
+	if q := r.URL.Query(); q.Has("agent") {
+		agent := q.Get("agent")
+		v.Filtered, v.FilterAgent = true, agentLabel(agent)
+		kept := counts[:0]
+		for _, n := range counts {
+			if n.Agent == agent {
+				kept = append(kept, n)
+			}
+		}
+		counts, shown = kept, listLimit
+	} else {
+		// The quietest agents first: a lone request is never below a flood.
+		slices.SortStableFunc(counts, func(a, b portcullis.PendingCount) int {
+			if a.Pending != b.Pending {
+				return a.Pending - b.Pending
+			}
+			return strings.Compare(a.Agent, b.Agent)
+		})
+		if len(counts) > maxGroups {
+			v.MoreAgents = len(counts) - maxGroups
+			counts = counts[:maxGroups]
+		}
+	}
+	for i, n := range counts {
+		as, err := c.pendingOf(ctx, n.Agent, shown)
+		if err != nil {
+			c.fail(w, r, "Listing pending approvals", err)
+			return
+		}
+		if len(as) == 0 {
+			continue // answered since they were counted
+		}
+		g := pendingGroup{
+			Agent: agentLabel(n.Agent), RawAgent: n.Agent, Anchor: "agent-" + strconv.Itoa(i),
+			Pending: max(n.Pending, len(as)), Items: make([]card, len(as)),
+		}
+		g.More = g.Pending - len(as)
+		if n.Agent != "" && !v.Filtered {
+			g.AllPath = "/approvals?agent=" + url.QueryEscape(n.Agent)
+		}
+		for j, a := range as {
+			g.Items[j] = c.card(a, s.csrf)
+		}
+		v.Groups = append(v.Groups, g)
 	}
 	c.render(w, r, s, http.StatusOK, pageInfo{name: "pending", title: "Pending approvals", live: "approval"}, v)
+}
+
+// pendingOf lists an agent's newest pending requests, at most limit. The
+// store's filter cannot select the agent with no name, so its requests
+// are picked from the whole list.
+func (c *Console) pendingOf(ctx context.Context, agent string, limit int) ([]portcullis.Approval, error) {
+	if agent != "" {
+		return c.store.Approvals(ctx, portcullis.ApprovalFilter{Status: portcullis.ApprovalPending, Agent: agent, Limit: limit})
+	}
+	all, err := c.store.Approvals(ctx, portcullis.ApprovalFilter{Status: portcullis.ApprovalPending, Limit: pendingCountLimit})
+	if err != nil {
+		return nil, err
+	}
+	var out []portcullis.Approval
+	for _, a := range all {
+		if a.Call.Agent == "" && len(out) < limit {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// agentLabel is an agent's name as the pending page shows it.
+func agentLabel(agent string) string {
+	if agent == "" {
+		return "(no agent)"
+	}
+	return visible(agent, false)
 }
 
 func (c *Console) argsPreview(a portcullis.Approval) string {
@@ -173,6 +331,31 @@ type approvalView struct {
 	// History is what people did about it (audit rows).
 	History []auditItem
 	Decide  decideView
+	// Texts are the string arguments that span lines (a file's content, a
+	// script), shown as text with their line breaks.
+	Texts []argText
+	// Stopped: the agent no longer waits for the answer; Wait is how long
+	// it waited (the policy's approvals.wait).
+	Stopped bool
+	Wait    string
+	// WaitEnds is when the agent stops waiting (RFC 3339), while it waits:
+	// the page refreshes then.
+	WaitEnds string
+}
+
+// argText is one string argument shown as text.
+type argText struct{ Name, Text string }
+
+// textArgs are the top-level string arguments of args that hold a line
+// break, by name.
+func textArgs(args map[string]any) []argText {
+	var out []argText
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		if s, ok := args[k].(string); ok && strings.ContainsAny(s, "\n\r") {
+			out = append(out, argText{Name: k, Text: s})
+		}
+	}
+	return out
 }
 
 func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -182,7 +365,12 @@ func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *sessio
 		c.fail(w, r, "Reading the approval", err)
 		return
 	}
-	v := approvalView{A: a, Decide: decideView{CSRF: s.csrf, Path: ApprovalPath(a.ID), Return: ApprovalPath(a.ID), ForSession: a.Level == portcullis.ConfirmSession}}
+	v := approvalView{A: a, Decide: c.decide(a, s.csrf, ApprovalPath(a.ID))}
+	if stopped, ends := c.stopped(a); stopped {
+		v.Stopped, v.Wait = true, ends.Sub(a.CreatedAt).String()
+	} else if !ends.IsZero() {
+		v.WaitEnds = ends.UTC().Format(time.RFC3339)
+	}
 	names := c.redactNames(a.Tool)
 	for _, n := range names {
 		if _, ok := a.Call.Args[n]; ok {
@@ -193,11 +381,13 @@ func (c *Console) approvalPage(w http.ResponseWriter, r *http.Request, s *sessio
 	if args == nil {
 		args = map[string]any{}
 	}
-	b, err := marshal(portcullis.RedactArgs(args, names), true)
+	shown := portcullis.RedactArgs(args, names)
+	b, err := marshal(shown, true)
 	if err != nil {
 		v.Args = "(arguments cannot be shown: " + err.Error() + ")"
 	} else {
 		v.Args = string(b)
+		v.Texts = textArgs(shown)
 	}
 	rec, ev, err := c.decisionRow(ctx, a)
 	if err != nil {
@@ -525,6 +715,9 @@ func (c *Console) toolsPage(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	var v toolsView
 	for _, p := range ps {
+		if p.IsToolSet() {
+			continue // marks the upstream's pinned set; not a tool
+		}
 		it := pinItem{ToolPin: p, Definition: prettyJSON(p.Definition)}
 		if p.PendingHash != "" {
 			it.Diff = condense(lineDiff(it.Definition, prettyJSON(p.PendingDefinition)))
@@ -541,6 +734,9 @@ func (c *Console) toolsPage(w http.ResponseWriter, r *http.Request, s *session) 
 type toolRow struct {
 	portcullis.ToolPolicy
 	Level portcullis.Level
+	// Elevatable is canBeElevated as the gate reads it: a DENY tool is
+	// never elevated, whatever the key says.
+	Elevatable bool
 }
 
 type policyView struct {
@@ -562,7 +758,8 @@ func (c *Console) policyPage(w http.ResponseWriter, r *http.Request, s *session)
 		v.LoadedAt = c.loadedAt()
 	}
 	for i := range p.Tools {
-		v.Tools = append(v.Tools, toolRow{ToolPolicy: p.Tools[i], Level: p.Tools[i].Level()})
+		l := p.Tools[i].Level()
+		v.Tools = append(v.Tools, toolRow{ToolPolicy: p.Tools[i], Level: l, Elevatable: p.Tools[i].CanBeElevated && l != portcullis.Deny})
 	}
 	v.Raw, v.RawNote = policySource(p)
 	c.render(w, r, s, http.StatusOK, pageInfo{name: "policy", title: "Policy"}, v)

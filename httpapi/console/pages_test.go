@@ -3,7 +3,9 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/httpapi/console"
+	"github.com/portcullis/portcullis/policy"
 )
 
 func TestPendingPage(t *testing.T) {
@@ -42,7 +45,7 @@ func TestPendingPage(t *testing.T) {
 		t.Errorf("the badge does not count 2 pending approvals")
 	}
 	// A decided request leaves the list.
-	if resp, _ := c.act("/approvals/"+single+"/deny", nil); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := c.act("/approvals/"+single+"/deny", url.Values{"reason": {"no"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatal("deny failed")
 	}
 	if body := c.page("/approvals"); strings.Contains(body, "approval-"+single) {
@@ -315,6 +318,42 @@ func TestPolicyPage(t *testing.T) {
 	}
 }
 
+// TestPolicyPageElevatableAsTheTrace: the policy page says a tool is
+// elevatable exactly when the decision's trace does; a DENY tool is never
+// elevated, whatever canBeElevated says.
+func TestPolicyPageElevatableAsTheTrace(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.login("")
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	must(t, os.WriteFile(path, []byte(strings.Replace(testPolicy, "tools:\n", "tools:\n  drop_table: {endpoint: DELETE, defaultLevel: DENY, canBeElevated: true}\n", 1)), 0o600))
+	pol, _, err := policy.Load(path)
+	must(t, err)
+	must(t, e.g.SetPolicy(pol))
+	body := c.page("/policy")
+	for _, tool := range []string{"drop_table", "create_element", "delete_element"} {
+		d, err := e.g.Decide(context.Background(), portcullis.Call{Tool: tool, Session: "s1", Agent: "a"})
+		must(t, err)
+		route := ""
+		for _, s := range d.Trace {
+			if s.Stage == "route" {
+				route = s.Result
+			}
+		}
+		want := "yes"
+		if strings.Contains(route, "not elevatable") {
+			want = "no"
+		}
+		row := regexp.MustCompile(`<tr data-tool="` + tool + `">.*?<td class="elevatable">(\w+)</td>`).FindStringSubmatch(body)
+		if row == nil {
+			t.Fatalf("the policy page has no row for %s", tool)
+		}
+		if row[1] != want {
+			t.Errorf("%s: the policy page says elevatable %s; the trace says %q", tool, row[1], route)
+		}
+	}
+}
+
 func TestEveryPageRenders(t *testing.T) {
 	e := newEnv(t)
 	c := e.client()
@@ -361,5 +400,67 @@ func TestRejectedPolicyBannerOnEveryPage(t *testing.T) {
 		if strings.Contains(body, "<script>") && !strings.Contains(body, "&lt;script&gt;") {
 			t.Fatalf("%s shows the problem unescaped", path)
 		}
+	}
+}
+
+// TestPendingPageGroupsByAgent: a flood of one agent's requests does not
+// hide another agent's request. The page groups the requests by agent with
+// their counts, the quietest agent first, and shows a flooding agent's
+// newest few with a link to all of them.
+func TestPendingPageGroupsByAgent(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.login("")
+	real := e.confirm(createCall) // agent writer
+	flood := make([]string, 0, portcullis.DefaultMaxPending)
+	for i := range portcullis.DefaultMaxPending + 10 {
+		call := portcullis.Call{Tool: "delete_element", Session: "s9", Agent: "flooder", Args: map[string]any{"name": "n" + strconv.Itoa(i)}}
+		d, err := e.g.Decide(context.Background(), call)
+		must(t, err)
+		if d.ChallengeID != "" {
+			flood = append(flood, d.ChallengeID)
+		}
+	}
+	if len(flood) != portcullis.DefaultMaxPending {
+		t.Fatalf("the flood made %d requests; want the cap, %d", len(flood), portcullis.DefaultMaxPending)
+	}
+	body := c.page("/approvals")
+	i := strings.Index(body, `id="pending-agents"`)
+	if i < 0 {
+		t.Fatalf("the pending page has no counts by agent:\n%s", body)
+	}
+	counts, _, _ := strings.Cut(body[i:], "</ul>")
+	for _, want := range []string{`writer</a> <span class="count some">1</span>`, `flooder</a> <span class="count some">50</span>`} {
+		if !strings.Contains(counts, want) {
+			t.Errorf("the counts by agent lack %s:\n%s", want, counts)
+		}
+	}
+	wi, fi := strings.Index(body, `data-agent="writer"`), strings.Index(body, `data-agent="flooder"`)
+	if wi < 0 || fi < 0 || wi > fi {
+		t.Fatalf("groups: writer at %d, flooder at %d; want both, the quieter writer first", wi, fi)
+	}
+	if !strings.Contains(body[wi:fi], `id="approval-`+real+`"`) {
+		t.Errorf("the writer's group does not show its request %s", real)
+	}
+	group := body[fi:]
+	if n := strings.Count(group, `class="card approval"`); n != 10 {
+		t.Errorf("the flooder's group shows %d cards; want its newest 10", n)
+	}
+	if !strings.Contains(group, `<a href="/approvals?agent=flooder">40 more from agent flooder →</a>`) {
+		t.Errorf("the flooder's group does not link to its 40 other requests:\n%s", group)
+	}
+	if !strings.Contains(body, `<span id="pending-count" class="count some">51</span>`) {
+		t.Errorf("the badge does not count all 51 waiting requests")
+	}
+
+	only := c.page("/approvals?agent=flooder")
+	if n := strings.Count(only, `class="card approval"`); n != portcullis.DefaultMaxPending {
+		t.Errorf("the flooder's own list shows %d cards; want all %d", n, portcullis.DefaultMaxPending)
+	}
+	if strings.Contains(only, "approval-"+real) || !strings.Contains(only, `id="pending-filter"`) {
+		t.Errorf("the flooder's own list shows another agent's request, or does not say it is filtered")
+	}
+	if none := c.page("/approvals?agent=nobody"); !strings.Contains(none, `id="no-pending"`) || !strings.Contains(none, "Nothing from agent nobody") {
+		t.Errorf("an agent with nothing waiting does not say so")
 	}
 }

@@ -182,7 +182,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Add("Vary", "Cookie, X-Portcullis-Fragment")
+	h.Add("Vary", "X-Portcullis-Session, X-Portcullis-Fragment")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes()) // a failed write is the client's: nothing to do
 }

@@ -172,27 +172,42 @@ func (m *Model) params(p portcullis.ModelPrompt) (anthropic.MessageNewParams, er
 	return params, nil
 }
 
-// answer turns a response into the model's raw answer, without judging it.
+// answer turns a response into the model's raw answer, without judging it:
+// the first record_verdict call is the answer; every other tool call, and
+// the text beside a tool call, are Others, for the validator to refuse.
+// Without a tool call the text blocks are the answer.
 func answer(msg *anthropic.Message, schema bool) portcullis.ModelAnswer {
 	a := portcullis.ModelAnswer{
 		Model:     string(msg.Model),
 		Truncated: msg.StopReason == anthropic.StopReasonMaxTokens,
 		Refused:   msg.StopReason == anthropic.StopReasonRefusal,
 	}
-	var text strings.Builder
+	var (
+		texts []string
+		calls []string
+	)
 	for _, block := range msg.Content {
 		switch block.Type {
 		case "tool_use":
 			if schema && block.Name == ToolName && !a.Structured {
 				a.Text = string(block.Input)
 				a.Structured = true
+				continue
 			}
+			calls = append(calls, block.Name+" "+string(block.Input))
 		case "text":
-			text.WriteString(block.Text)
+			texts = append(texts, block.Text)
 		}
 	}
 	if !a.Structured {
-		a.Text = text.String()
+		a.Text = strings.Join(texts, "")
+		if len(calls) > 0 {
+			a.Others = calls
+		}
+		return a
+	}
+	if others := append(calls, texts...); len(others) > 0 {
+		a.Others = others
 	}
 	return a
 }

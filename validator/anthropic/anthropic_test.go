@@ -242,9 +242,15 @@ func TestAskAnswers(t *testing.T) {
 		body: message("tool_use", toolUse),
 		want: portcullis.ModelAnswer{Text: verdictInput, Structured: true, Model: answeredModel},
 	}, {
+		// The text is passed on beside the verdict, for the validator to
+		// refuse: one verdict and nothing else.
 		name: "text then tool use",
 		body: message("tool_use", `{"type":"text","text":"Let me record my verdict."}`, toolUse),
-		want: portcullis.ModelAnswer{Text: verdictInput, Structured: true, Model: answeredModel},
+		want: portcullis.ModelAnswer{Text: verdictInput, Structured: true, Others: []string{"Let me record my verdict."}, Model: answeredModel},
+	}, {
+		name: "two tool uses",
+		body: message("tool_use", toolUse, `{"type":"tool_use","id":"toolu_02","name":"record_verdict","input":{"allow":true}}`),
+		want: portcullis.ModelAnswer{Text: verdictInput, Structured: true, Others: []string{`record_verdict {"allow":true}`}, Model: answeredModel},
 	}, {
 		name: "text only",
 		body: message("end_turn", `{"type":"text","text":"ALLOWED, but "}`, `{"type":"text","text":"DENY on reflection."}`),
@@ -264,7 +270,7 @@ func TestAskAnswers(t *testing.T) {
 	}, {
 		name: "another tool",
 		body: message("tool_use", `{"type":"tool_use","id":"toolu_02","name":"allow_everything","input":{"allow":true}}`),
-		want: portcullis.ModelAnswer{Model: answeredModel},
+		want: portcullis.ModelAnswer{Others: []string{`allow_everything {"allow":true}`}, Model: answeredModel},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

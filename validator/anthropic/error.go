@@ -38,6 +38,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.msg }
 
+// HTTPStatus returns StatusCode: the validator tells the agent only this of
+// a failed request, never the provider's text.
+func (e *Error) HTTPStatus() int { return e.StatusCode }
+
 // Retryable reports whether the same request may succeed later: true for
 // 429, 529, 5xx, transport errors and the Options.Timeout expiring; false for
 // other 4xx statuses and for the caller's context ending.
@@ -69,7 +73,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 			fmt.Fprintf(&msg, ": %s", e.Type)
 		}
 		if text := errorMessage(apiErr.RawJSON()); text != "" {
-			fmt.Fprintf(&msg, ": %s", text)
+			fmt.Fprintf(&msg, ": %s", failure.Cut(text))
 		}
 		if e.RequestID != "" {
 			fmt.Fprintf(&msg, " (request-id %s)", e.RequestID)

@@ -36,6 +36,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.msg }
 
+// HTTPStatus returns StatusCode: the validator tells the agent only this of
+// a failed request, never the provider's text.
+func (e *Error) HTTPStatus() int { return e.StatusCode }
+
 // Retryable reports whether the same request may succeed later: true for
 // 429, 5xx, transport errors and the Options.Timeout expiring; false for
 // other 4xx statuses, malformed answers and the caller's context ending.
@@ -62,7 +66,7 @@ func (m *Model) wrap(ctx context.Context, err error, res *http.Response) error {
 		var text string
 		if apiErr != nil {
 			e.StatusCode = apiErr.StatusCode
-			e.Type, e.Code, text = apiErr.Type, apiErr.Code, apiErr.Message
+			e.Type, e.Code, text = failure.Cut(apiErr.Type), failure.Cut(apiErr.Code), failure.Cut(apiErr.Message)
 		}
 		e.retryable = e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
 		var msg strings.Builder

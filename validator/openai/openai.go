@@ -165,10 +165,27 @@ func (m *Model) Ask(ctx context.Context, p portcullis.ModelPrompt) (portcullis.M
 	return portcullis.ModelAnswer{
 		Text:       choice.Message.Content,
 		Structured: len(p.Schema) > 0,
+		Others:     others(completion.Choices),
 		Refused:    choice.Message.Refusal != "" || choice.FinishReason == "content_filter",
 		Truncated:  choice.FinishReason == "length",
 		Model:      completion.Model,
 	}, nil
+}
+
+// others returns what a response holds beside the first choice's content:
+// the first choice's tool calls (none were offered) and every further
+// choice (one was asked for), for the validator to refuse.
+func others(choices []openai.ChatCompletionChoice) []string {
+	var out []string
+	for i, c := range choices {
+		if i > 0 {
+			out = append(out, c.Message.Content+c.Message.Refusal)
+		}
+		for _, call := range c.Message.ToolCalls {
+			out = append(out, call.Function.Name+" "+call.Function.Arguments)
+		}
+	}
+	return out
 }
 
 func (m *Model) params(p portcullis.ModelPrompt) (openai.ChatCompletionNewParams, error) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,5 +71,60 @@ func TestScrub(t *testing.T) {
 	}
 	if got := Scrub("no key here", ""); got != "no key here" {
 		t.Errorf("Scrub with no key = %q", got)
+	}
+}
+
+func TestScrubForms(t *testing.T) {
+	const key = "sk-ant-api03-Zq8/Xv+Lm2=Kd9Rt4Yw7Pn5Hc3Bv"
+	for _, c := range []struct{ name, in string }{
+		{"exact", "invalid key " + key},
+		{"upper-cased", "invalid key " + strings.ToUpper(key)},
+		{"lower-cased", "invalid key " + strings.ToLower(key)},
+		{"truncated", "invalid key " + key[:12] + "..."},
+		{"a fragment", "key ending " + key[len(key)-10:]},
+		{"query-escaped", "GET /v1?key=" + url.QueryEscape(key)},
+		{"path-escaped", "GET /keys/" + url.PathEscape(key)},
+		{"twice", key + " and " + strings.ToUpper(key)},
+	} {
+		got := Scrub(c.in, key)
+		low := strings.ToLower(got)
+		for _, form := range []string{key, url.QueryEscape(key), url.PathEscape(key)} {
+			form = strings.ToLower(form)
+			for i := 0; i+MinFragment <= len(form); i++ {
+				if strings.Contains(low, form[i:i+MinFragment]) {
+					t.Errorf("Scrub(%s) = %q; shows %q of the key", c.name, got, form[i:i+MinFragment])
+					break
+				}
+			}
+		}
+		if !strings.Contains(got, "[redacted]") {
+			t.Errorf("Scrub(%s) = %q; want the key marked [redacted]", c.name, got)
+		}
+	}
+	if got := Scrub("429 Too Many Requests: rate_limit_error (request-id req_011CSHoEeqs5C35K2UUqR7Fy)", key); strings.Contains(got, "[redacted]") {
+		t.Errorf("Scrub(an error without a key) = %q; want it unchanged", got)
+	}
+}
+
+func TestMask(t *testing.T) {
+	for _, c := range []struct{ in, secret string }{
+		{"Authorization: Bearer abcdef0123456789", "abcdef0123456789"},
+		{"x-api-key: my-local-secret-value", "my-local-secret-value"},
+		{`{"api_key":"k3y-v4lue-here"}`, "k3y-v4lue-here"},
+		{"password=hunter22", "hunter22"},
+		{"https://admin:s3cret@proxy.internal/v1", "s3cret"},
+		{"POST https://llm.internal/v1?token=abc123xyz&x=1", "abc123xyz"},
+		{"key sk-proj-AbC123dEf456", "sk-proj-AbC123dEf456"},
+		{"AKIAIOSFODNN7EXAMPLE rejected", "AKIAIOSFODNN7EXAMPLE"},
+		{"opaque 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "9f86d081884c7d659a2feaa0c55ad015"},
+	} {
+		if got := Mask(c.in); strings.Contains(got, c.secret) {
+			t.Errorf("Mask(%q) = %q; still shows %q", c.in, got, c.secret)
+		}
+	}
+	for _, s := range []string{"503 Service Unavailable: overloaded_error", "command/judge.sh: exit status 1", "request-id req_011CSHoEeqs5C35K2UUqR7Fy"} {
+		if got := Mask(s); got != s {
+			t.Errorf("Mask(%q) = %q; want it unchanged", s, got)
+		}
 	}
 }
