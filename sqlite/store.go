@@ -151,8 +151,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.createFile(); err != nil {
 		return nil, err
 	}
-	if err := s.open(ctx); err != nil {
-		s.abandon()
+	if err := s.openRetrying(ctx); err != nil {
 		return nil, err
 	}
 	if s.audit, err = newAuditWriter(ctx, s); err != nil {
@@ -231,6 +230,48 @@ func (s *Store) dsn(kind int) string {
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(s.path), RawQuery: q.Encode()}
 	return u.String()
+}
+
+// openRetrying opens the file's connections, starting again while another
+// process holds a lock SQLite does not wait for. Setting a new file into
+// WAL mode, and a first read that meets another's schema change, fail at
+// once with SQLITE_BUSY instead of calling the busy handler; when a host
+// runs several hooks at once on a new machine, every one of them must
+// still open the store. It gives up after busyTimeout, like a wait for an
+// ordinary lock.
+func (s *Store) openRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(busyTimeout)
+	wait := 5 * time.Millisecond
+	for {
+		err := s.open(ctx)
+		if err == nil {
+			return nil
+		}
+		s.abandon()
+		s.wdb, s.rdb, s.ckdb, s.grantsStmt = nil, nil, nil, nil
+		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	var se *sqlite3.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3lib.SQLITE_BUSY, sqlite3lib.SQLITE_LOCKED:
+		return true
+	}
+	return false
 }
 
 func (s *Store) open(ctx context.Context) error {

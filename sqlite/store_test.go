@@ -652,3 +652,44 @@ func TestSync(t *testing.T) {
 		t.Errorf("Open with Sync normal = %v; want it refused by name", err)
 	}
 }
+
+// TestManyOpenAFreshFileAtOnce: hooks run as separate processes, one per
+// tool call, and a host runs several at once; the first calls of a new
+// machine all open a state file that does not exist yet. Every one of them
+// opens it: none fails with "database is locked" while another sets the
+// file up.
+func TestManyOpenAFreshFileAtOnce(t *testing.T) {
+	ctx := context.Background()
+	const rounds, openers = 10, 8
+	for round := range rounds {
+		path := filepath.Join(t.TempDir(), "state.db")
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, openers)
+		for range openers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				s, err := sqlite.Open(ctx, path, sqlite.Options{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, err = s.AppendAudit(ctx, event(1, time.Now(), "s"))
+				if cerr := s.Close(); err == nil {
+					err = cerr
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+	}
+}
