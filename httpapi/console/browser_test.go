@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -82,11 +83,23 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
+// text returns the visible text of the element sel, once it is shown.
+//
+// It finds the element and reads it in one evaluation: a live refresh that
+// replaces the main region between a wait and a separate read would leave
+// the read with a detached node and an empty text.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	var s string
-	run(t, ctx, "read "+sel, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Text(sel, &s, chromedp.ByQuery))
-	return s
+	sq, err := json.Marshal(sel)
+	must(t, err)
+	var got []string
+	js := `(() => { const e = document.querySelector(` + string(sq) + `);
+		return e && e.isConnected && e.getClientRects().length > 0 ? [e.innerText] : false })()`
+	run(t, ctx, "read "+sel, chromedp.Poll(js, &got, chromedp.WithPollingTimeout(30*time.Second)))
+	if len(got) != 1 {
+		t.Fatalf("read %s: %v", sel, got)
+	}
+	return got[0]
 }
 
 // settled opens a live page and waits until its first live refresh (made

@@ -192,7 +192,7 @@ func TestBrowserOtherOriginCannotUseTheSession(t *testing.T) {
 	tab, closeTab := chromedp.NewContext(ctx)
 	defer closeTab()
 	link := base + console.ApprovalPath(emailID)
-	run(t, tab, "open a notice's link in a new tab", chromedp.Navigate(link), chromedp.WaitVisible("#args", chromedp.ByQuery))
+	run(t, tab, "open a notice's link in a new tab", settled(link), chromedp.WaitVisible("#args", chromedp.ByQuery))
 	if got := text(t, tab, "#args"); !strings.Contains(got, secret) {
 		t.Fatalf("the new tab shows arguments %q", got)
 	}
