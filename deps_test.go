@@ -22,6 +22,13 @@ var layers = map[string][]string{
 	"shell":     {""},
 	"gate":      {"", "policy", "autonomy", "shell"},
 	"storetest": {""},
+	// What a policy change would do, asked of the gate: policy diff
+	// compares two policies' levels, policy replay re-decides an audit
+	// log. Neither opens a store or formats output.
+	"policydiff": {"", "policy", "gate"},
+	"replay":     {"", "gate"},
+	// The recorded audit log of replay's tests and benchmarks.
+	"replay/replaytest": {"", "gate", "policy", "sqlite"},
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
 	// The LLM providers share how they report a failed request, a
