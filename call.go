@@ -66,7 +66,7 @@ type Call struct {
 // UpstreamTool is an MCP gateway's knowledge of a called tool: whether any
 // upstream offers it, its pinned MCP annotations, whether the operator
 // trusts them, and whether its definition changed (or the tool is new)
-// since a person last accepted it. The route stage uses it (DESIGN.md,
+// since a person last accepted it. The route stage uses it (docs/ARCHITECTURE.md,
 // stage 3).
 type UpstreamTool struct {
 	// Server names the upstream that offers the tool.
