@@ -1,6 +1,7 @@
 package policydiff_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,4 +124,24 @@ func TestCompareRefusesAPolicyTheGateRefuses(t *testing.T) {
 			t.Errorf("Compare(%s, %s) = %v; want an error naming bad.yaml", tc[0].Source, tc[1].Source, err)
 		}
 	}
+}
+
+func ExampleCompare() {
+	old, _, err := policy.Parse("old.yaml", []byte("version: 1\ntools:\n  send: {endpoint: CREATE}\n"))
+	if err != nil {
+		panic(err)
+	}
+	upd, _, err := policy.Parse("new.yaml", []byte("version: 1\ntools:\n  send: {endpoint: READ}\n"))
+	if err != nil {
+		panic(err)
+	}
+	r, err := policydiff.Compare(old, upd)
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range r.Levels {
+		fmt.Printf("%s: %s → %s (%s)\n", l.Tool, l.Old, l.New, l.Change)
+	}
+	// Output:
+	// send: CONFIRM_SESSION → AUTO_APPROVE (looser)
 }
