@@ -242,7 +242,9 @@ func (c *frameConn) decode(line []byte) []jsonrpc.Message {
 		}
 		var sc topScan
 		sc.feed(trimmed)
-		if sc.id != nil && !sc.method {
+		// Only a frame that claims to be a JSON-RPC response fails the
+		// call of its id: a log record with an "id" field fails nothing.
+		if sc.jsonrpc && sc.id != nil && !sc.method {
 			c.skip(FrameBadResponse, trimmed, err)
 			return c.failResponse(sc.id, "the upstream's response could not be read: "+err.Error())
 		}
@@ -411,6 +413,7 @@ type topScan struct {
 	inVal    bool
 	id       []byte
 	method   bool
+	jsonrpc  bool // a top-level "jsonrpc": the frame claims to be a message
 }
 
 func (s *topScan) feed(p []byte) {
@@ -450,8 +453,11 @@ func (s *topScan) feed(p []byte) {
 		case ':':
 			if s.depth == 1 && s.afterKey {
 				s.afterKey, s.inVal, s.cur = false, true, string(s.key)
-				if s.cur == "method" {
+				switch s.cur {
+				case "method":
 					s.method = true
+				case "jsonrpc":
+					s.jsonrpc = true
 				}
 			}
 		case '{', '[':
