@@ -31,6 +31,11 @@ var layers = map[string][]string{
 	"replay/replaytest": {"", "gate", "policy", "sqlite"},
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
+	// The people's side of approvals and the audit log's readers take
+	// the gate, the store, the client and the witnesses as interfaces of
+	// their own: they import only the root.
+	"approvals": {""},
+	"auditlog":  {""},
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
 	"validator/internal/failure": {},
