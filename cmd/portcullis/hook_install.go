@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/portcullis/portcullis/hook"
 )
 
 // hookTimeout is the hook timeout written into Claude Code's settings, in
@@ -33,13 +35,23 @@ const (
 // existing Portcullis hook is replaced, so running it again changes nothing;
 // the previous file is kept beside it as settings.json.bak.
 func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("hook install", stderr, "hook install claude-code [--project | --user] [--dir DIR] --policy FILE [--state DIR] [--hold]\n       hook install codex --policy FILE [--state DIR] [--hold]")
+	fs := newFlagSet("hook install", stderr, "hook install claude-code [--project | --user] [--dir DIR] --policy FILE [--state DIR] [--hold] [--defer-mcp SERVER]...\n       hook install codex --policy FILE [--state DIR] [--hold]")
 	project := fs.Bool("project", false, "install into the project's .claude/settings.json (the default)")
 	user := fs.Bool("user", false, "install into ~/.claude/settings.json")
 	dir := fs.String("dir", "", "the project `directory` (default: the current one)")
 	policyFlag := fs.String("policy", "", "policy `file` the hook decides under (default $PORTCULLIS_POLICY)")
 	state := fs.String("state", "", "state `directory` the hook uses (default: the hook's own default)")
 	hold := fs.Bool("hold", false, "hold calls that need a person for an out-of-band approval instead of asking in the agent")
+	var deferMCP []string
+	fs.Func("defer-mcp", "claude-code: leave calls of this MCP `server`'s tools to the `portcullis mcp` wrapper it runs behind (repeatable)", func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if err := hook.CheckMCPServerName(s); err != nil {
+				return err
+			}
+			deferMCP = append(deferMCP, s)
+		}
+		return nil
+	})
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -50,6 +62,9 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 	host := pos[0]
 	if *project && *user {
 		return usageError("--project and --user: choose one")
+	}
+	if host == "codex" && len(deferMCP) > 0 {
+		return usageError("--defer-mcp reads Claude Code's MCP configuration: it is for claude-code")
 	}
 	if host == "codex" && (*project || *dir != "") {
 		return usageError("hook install codex installs for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: --project and --dir do not apply")
@@ -99,6 +114,9 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		words = append(words, "--state", abs)
+	}
+	for _, s := range deferMCP {
+		words = append(words, "--defer-mcp", s)
 	}
 	timeout := hookTimeout
 	if *hold {
