@@ -14,6 +14,7 @@ import (
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/notify"
+	"github.com/portcullis/portcullis/server"
 )
 
 // runMCP is the stdio wrapper: an MCP server on stdin and stdout that
@@ -74,7 +75,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	// A server that cannot start would never come up: say so now.
-	if err := commandStarts(pos[0], ""); err != nil {
+	if err := server.CommandStarts(pos[0], ""); err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
 	st, err := sf.open(ctx, log)
@@ -126,14 +127,14 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	var rm reloadMetrics
+	var rm server.ReloadMetrics
 	if obs.metrics != nil {
 		rm = obs.metrics
 	}
 	if path != "" {
 		// The built-in default policy never changes: only a file is watched.
-		watcher := newPolicyWatcher(path, g, st, log, rm)
-		wctx, stopWatching := context.WithCancel(ctx)
+		watcher := server.NewPolicyWatcher(path, g, st, log, rm)
+		wctx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 		defer stopWatching()
 		go watcher.Run(wctx)
 	}
@@ -165,8 +166,21 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	defer stopWitnesses()
-	in, out := readCloser(stdin), writeCloser(stdout)
-	if err := gw.ServeStdio(ctx, in, out); err != nil && ctx.Err() == nil && !isClosed(err) {
+	// Serving does not end with ctx: a first Ctrl-C with calls held for
+	// a person keeps them waiting (untilStopped).
+	sctx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	served := make(chan error, 1)
+	go func() { served <- gw.ServeStdio(sctx, readCloser(stdin), writeCloser(stdout)) }()
+	in := watchInterrupts()
+	defer in.stop()
+	hg := heldGateway{gw: gw, gate: g, answer: func(mcpgw.HeldCall) string { return "" }}
+	ended, err := untilStopped(ctx, in, hg, served, stderr)
+	if !ended {
+		stopServing()
+		err = <-served
+	}
+	if err != nil && sctx.Err() == nil && !isClosed(err) {
 		return err
 	}
 	return nil
