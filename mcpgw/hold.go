@@ -27,7 +27,6 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 	id := d.ChallengeID
 	wctx, cancel := context.WithTimeout(ctx, g.cfg.Wait)
 	defer cancel()
-	g.log.Info("call held for a person", "tool", call.Tool, "session", s.id, "agent", s.agent, "approval", id)
 	g.mu.Lock()
 	g.held[id] = HeldCall{ApprovalID: id, Tool: call.Tool, Agent: s.agent, Session: s.id, Since: time.Now()}
 	g.mu.Unlock()
@@ -36,6 +35,7 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 		delete(g.held, id)
 		g.mu.Unlock()
 	}()
+	g.log.Info("call held for a person", "tool", call.Tool, "session", s.id, "agent", s.agent, "approval", id)
 
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		go g.heartbeat(wctx, s.ss, tok, id)

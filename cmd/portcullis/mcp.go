@@ -111,13 +111,27 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	defer cleanup()
+	var channels []string
+	if nf.desktop {
+		channels = append(channels, "desktop notifications")
+	}
+	if nf.webhook != "" {
+		channels = append(channels, "the webhook "+redactURL(nf.webhook))
+	}
 	if n == nil {
+		// A desktop client shows no terminal: the desktop is where its
+		// person looks, when it can be reached.
 		if d, ok := notify.NewDesktop(notify.DesktopOptions{Logger: log}); ok {
 			n = d
 			defer d.Close(context.Background())
-		} else {
-			log.Warn("no human channel for approvals: answer them with `portcullis approvals` and `portcullis approve`, or pass --notify-webhook")
+			channels = append(channels, "desktop notifications")
 		}
+	}
+	// Say at start where a person will hear of a held call.
+	if len(channels) == 0 {
+		log.Warn("no human channel for approvals: a held call waits unseen; answer it with `portcullis approvals` and `portcullis approve`, or pass --notify-desktop or --notify-webhook")
+	} else {
+		log.Info("calls held for a person are told through "+strings.Join(channels, " and ")+"; answer them with `portcullis approve ID` or `portcullis deny ID`", "channels", len(channels))
 	}
 	opts := append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir))
 	if n != nil {
@@ -171,16 +185,19 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	sctx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
 	served := make(chan error, 1)
-	go func() { served <- gw.ServeStdio(sctx, readCloser(stdin), writeCloser(stdout)) }()
 	in := watchInterrupts()
 	defer in.stop()
+	go func() { served <- gw.ServeStdio(sctx, readCloser(stdin), writeCloser(stdout)) }()
 	hg := heldGateway{gw: gw, gate: g, answer: func(mcpgw.HeldCall) string { return "" }}
 	ended, err := untilStopped(ctx, in, hg, served, stderr)
 	if !ended {
+		// Stopped: the session is closed, and the gateway and its
+		// upstream are ended on return. Serving is not waited for: it
+		// may be blocked reading a stdin the client keeps open.
 		stopServing()
-		err = <-served
+		return nil
 	}
-	if err != nil && sctx.Err() == nil && !isClosed(err) {
+	if err != nil && !isClosed(err) {
 		return err
 	}
 	return nil

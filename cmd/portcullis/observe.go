@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/internal/guard"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/server"

@@ -79,6 +79,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		GateOptions:      obs.gateOptions(),
 		GatewayObservers: obs.gatewayObservers(),
 	})
+	in := watchInterrupts()
+	defer in.stop()
 	if err := srv.Open(ctx); err != nil {
 		var ce *server.ConfigError
 		if errors.As(err, &ce) {
@@ -99,8 +101,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "portcullis: tool %s of upstream %s changed since it was pinned; calls are held until `portcullis tools accept %s %s`\n", t.Tool, t.Upstream, t.Upstream, t.Tool)
 		}
 	}
-	in := watchInterrupts()
-	defer in.stop()
 	hg := heldGateway{gw: srv.Gateway(), gate: srv.Gate(), answer: func(h mcpgw.HeldCall) string {
 		return " | " + base + console.ApprovalPath(h.ApprovalID)
 	}}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -59,9 +60,9 @@ func (w *lineWatch) await(t *testing.T, s string) string {
 	}
 }
 
-// heldCall calls write_note (held for a person under servePolicy) and
+// heldWrite calls write_note (held for a person under servePolicy) and
 // delivers its result.
-func heldCall(cs *mcp.ClientSession) <-chan *mcp.CallToolResult {
+func heldWrite(cs *mcp.ClientSession) <-chan *mcp.CallToolResult {
 	out := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_note", Arguments: map[string]any{"id": 7}})
@@ -77,7 +78,9 @@ func heldCall(cs *mcp.ClientSession) <-chan *mcp.CallToolResult {
 // first says on stderr what waits and how to answer it and stops
 // nothing; the second refuses the call (the agent is told why) and the
 // process exits with status 0. The refusal is in the audit log.
-func checkTwoInterrupts(t *testing.T, cmd *exec.Cmd, stderr *lineWatch, result <-chan *mcp.CallToolResult, state string) {
+//
+// wait waits for the process and returns its exit error.
+func checkTwoInterrupts(t *testing.T, cmd *exec.Cmd, wait func() error, stderr *lineWatch, result <-chan *mcp.CallToolResult, state string) {
 	t.Helper()
 	stderr.await(t, "call held for a person")
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -110,7 +113,7 @@ func checkTwoInterrupts(t *testing.T, cmd *exec.Cmd, stderr *lineWatch, result <
 		t.Errorf("the held call's answer after the second Ctrl-C = %q (isError %v); want a refusal saying the gateway was stopped", resultText(res), res.IsError)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -165,7 +168,7 @@ func TestServeSignalTwiceRefusesHeldCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := connectHTTP(t, base, token)
-	checkTwoInterrupts(t, cmd, stderr, heldCall(cs), filepath.Join(filepath.Dir(cfg), "state"))
+	checkTwoInterrupts(t, cmd, cmd.Wait, stderr, heldWrite(cs), filepath.Join(filepath.Dir(cfg), "state"))
 }
 
 func TestMCPSignalTwiceRefusesHeldCalls(t *testing.T) {
@@ -186,7 +189,20 @@ func TestMCPSignalTwiceRefusesHeldCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	checkTwoInterrupts(t, cmd, stderr, heldCall(cs), state)
+	// The client's transport waits for the process it started: the
+	// status is read once the client has closed.
+	wait := func() error {
+		cs.Wait()
+		cs.Close()
+		if cmd.ProcessState == nil {
+			return fmt.Errorf("the process was not waited for")
+		}
+		if c := cmd.ProcessState.ExitCode(); c != 0 {
+			return fmt.Errorf("exit status %d", c)
+		}
+		return nil
+	}
+	checkTwoInterrupts(t, cmd, wait, stderr, heldWrite(cs), state)
 }
 
 // TestServeSignalWithNothingHeldStops: with no call waiting for a
