@@ -51,6 +51,11 @@ type Call struct {
 	// ContextCaller. The decision API sets it to ContextAgent on every
 	// request made with an agent token, whatever the body says.
 	ContextSource ContextSource `json:"contextSource,omitempty"`
+	// Client identifies the call in its client's own terms, when the
+	// client says: correlation data for the audit log, never authority
+	// (nothing in the pipeline reads it). Rows of the same client's hook
+	// and MCP calls can be joined on it.
+	Client *ClientRef `json:"client,omitempty"`
 	// Workdir is the absolute directory the agent works in, as its host
 	// states it (a host hook's cwd, the current directory of `portcullis
 	// exec`). A tool's outsideWorkdir level applies to a write whose path
@@ -341,4 +346,18 @@ func ArgsDigest(args map[string]any) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// ClientRef is what an agent's client says about a call in its own
+// terms. Each field is set only when the client sends it.
+type ClientRef struct {
+	// Session is the client's own session (conversation) ID: a host
+	// hook's session_id; in the MCP gateway, an X-Claude-Code-Session-Id
+	// header when the client sends one. It is not the gateway's session
+	// (Call.Session): a Streamable HTTP Mcp-Session-Id is the gateway's.
+	Session string `json:"session,omitempty"`
+	// ToolUseID is the ID of the model's tool-use block the call came
+	// from: Claude Code's tool_use_id in its hook events and
+	// _meta["claudecode/toolUseId"] in its MCP tools/call.
+	ToolUseID string `json:"toolUseId,omitempty"`
 }

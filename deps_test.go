@@ -13,7 +13,8 @@ const module = "github.com/portcullis/portcullis"
 // layers names which of the module's own packages each package may import.
 // The root is vocabulary and imports only the standard library; the core
 // imports the root; gate imports the root and the core; adapters import only
-// the root; only cmd/portcullis wires everything. storetest is the shared
+// the root; server wires one gateway's adapters; only cmd/portcullis wires
+// everything. storetest is the shared
 // conformance suite for stores and imports the root.
 var layers = map[string][]string{
 	"":          {},
@@ -52,6 +53,10 @@ var layers = map[string][]string{
 	// The shell gate behind `portcullis exec` sees the gate as a Decider
 	// and a Holder, as the hook does.
 	"shellgate": {""},
+	// server is `portcullis serve` as a component: it wires the gate, the
+	// HTTP entry points, the metrics and the witnesses of one gateway, and
+	// nothing that reads the command line.
+	"server": {"", "auditlog", "gate", "policy", "internal/guard", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "witness"},
 }
 
 // TestImportRules enforces the layering of docs/ARCHITECTURE.md ("Packages") with `go list`, the way

@@ -323,6 +323,11 @@ func (h *Handler) Decide(ctx context.Context, host Host, ev *Event) (Verdict, er
 		}
 		c := h.tools.call(a)
 		c.Session = ev.SessionID
+		if ev.SessionID != "" || ev.ToolUseID != "" {
+			// The host's own names of the call, so that its rows join
+			// the rows of the same session's MCP calls.
+			c.Client = &portcullis.ClientRef{Session: ev.SessionID, ToolUseID: ev.ToolUseID}
+		}
 		c.Agent = agent
 		c.UserPresent = ev.UserPresent
 		c.Conversation = conv

@@ -116,6 +116,8 @@ type Gateway struct {
 	clashes  map[string]bool       // exposed name and upstream not served, logged
 	sessions map[*mcp.ServerSession]*session
 	progress map[string]progressRoute // gateway token → client's
+	held     map[string]HeldCall      // by approval ID
+	inflight int                      // tools/call being answered
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -157,6 +159,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if len(cfg.Upstreams) == 0 {
 		return nil, ErrNoUpstream
 	}
+	if err := CheckUpstreams(cfg.Upstreams); err != nil {
+		return nil, fmt.Errorf("mcpgw: %w", err)
+	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = 45 * time.Second
 	}
@@ -183,17 +188,12 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		clashes:  map[string]bool{},
 		sessions: map[*mcp.ServerSession]*session{},
 		progress: map[string]progressRoute{},
+		held:     map[string]HeldCall{},
 		ready:    make(chan struct{}),
 	}
 	single := len(cfg.Upstreams) == 1
 	for i := range cfg.Upstreams {
 		u := cfg.Upstreams[i]
-		if err := u.check(); err != nil {
-			return nil, err
-		}
-		if _, dup := g.byName[u.Name]; dup {
-			return nil, fmt.Errorf("mcpgw: upstream %q is configured twice", u.Name)
-		}
 		if u.Prefix == nil && !single {
 			p := u.Name + "__"
 			u.Prefix = &p
@@ -243,6 +243,43 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 // work.
 func (g *Gateway) Close() error {
 	g.cancel()
+	g.closeSessions()
+	var errs []error
+	for _, up := range g.ups {
+		if err := up.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	g.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Drain waits until no tools/call is being answered (or ctx ends), then
+// closes the clients' sessions, which ends their streams: an HTTP server
+// shutting down waits for the answers in flight, not for streams that
+// never end. The gateway keeps its upstreams; Close ends them.
+func (g *Gateway) Drain(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		g.mu.Lock()
+		n := g.inflight
+		g.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			g.closeSessions()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	g.closeSessions()
+	return nil
+}
+
+func (g *Gateway) closeSessions() {
 	g.mu.Lock()
 	open := make([]*mcp.ServerSession, 0, len(g.sessions))
 	for ss := range g.sessions {
@@ -252,14 +289,6 @@ func (g *Gateway) Close() error {
 	for _, ss := range open {
 		ss.Close()
 	}
-	var errs []error
-	for _, up := range g.ups {
-		if err := up.close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	g.wg.Wait()
-	return errors.Join(errs...)
 }
 
 // Server is the MCP server the gateway's clients talk to. Connect it to a

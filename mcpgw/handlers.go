@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -167,13 +168,20 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (_ *mc
 	p := req.Params
 	ctx, end := g.cfg.Observer.StartCall(ctx, p.Name, s.id, s.agent)
 	result := "denied"
+	g.mu.Lock()
+	g.inflight++
+	g.mu.Unlock()
 	defer func() {
+		g.mu.Lock()
+		g.inflight--
+		g.mu.Unlock()
 		if err != nil {
 			result = "error"
 		}
 		end(result, err)
 	}()
-	call := portcullis.Call{Tool: p.Name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent, ContextSource: portcullis.ContextOperator}
+	call := portcullis.Call{Tool: p.Name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent, ContextSource: portcullis.ContextOperator,
+		Client: clientRef(p.Meta, req.Extra)}
 	args, err := decodeArgs(p.Arguments)
 	if err != nil {
 		// Not an object: nothing to decide on. The call is refused and
@@ -664,4 +672,40 @@ func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 	}
 	p.Ref = &ref
 	return cs.Complete(ctx, &p)
+}
+
+// Where clients say which of their sessions and tool uses a call belongs
+// to: Claude Code puts the model's tool-use ID in every tools/call's
+// _meta, and sends its session ID as a header on its HTTP requests.
+const (
+	metaToolUseID   = "claudecode/toolUseId"
+	headerSessionID = "X-Claude-Code-Session-Id"
+)
+
+// maxClientRef bounds an identifier the client sends: longer ones, or
+// ones with control characters, are not kept.
+const maxClientRef = 256
+
+// clientRef is what the client says about the call in its own terms, for
+// the audit row (nil when it says nothing).
+func clientRef(meta mcp.Meta, extra *mcp.RequestExtra) *portcullis.ClientRef {
+	var c portcullis.ClientRef
+	if v, ok := meta[metaToolUseID].(string); ok {
+		c.ToolUseID = cleanRef(v)
+	}
+	if extra != nil && extra.Header != nil {
+		c.Session = cleanRef(extra.Header.Get(headerSessionID))
+	}
+	if c == (portcullis.ClientRef{}) {
+		return nil
+	}
+	return &c
+}
+
+func cleanRef(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) > maxClientRef || strings.ContainsFunc(v, unicode.IsControl) {
+		return ""
+	}
+	return v
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +27,14 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 	id := d.ChallengeID
 	wctx, cancel := context.WithTimeout(ctx, g.cfg.Wait)
 	defer cancel()
+	g.mu.Lock()
+	g.held[id] = HeldCall{ApprovalID: id, Tool: call.Tool, Agent: s.agent, Session: s.id, Since: time.Now()}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.held, id)
+		g.mu.Unlock()
+	}()
 	g.log.Info("call held for a person", "tool", call.Tool, "session", s.id, "agent", s.agent, "approval", id)
 
 	if tok := req.Params.GetProgressToken(); tok != nil {
@@ -83,6 +92,30 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 		d.Outcome = portcullis.OutcomeDeny
 		return errorResult(fmt.Sprintf("Approval request %s for the call to %q %s before a person answered.", id, call.Tool, a.Status), &d), nil
 	}
+}
+
+// HeldCall is a call held open while a person is asked.
+type HeldCall struct {
+	// ApprovalID is the approval request a person answers
+	// (`portcullis approve ID`, `portcullis deny ID`, the console).
+	ApprovalID string
+	// Tool is the tool's name as the client called it.
+	Tool           string
+	Agent, Session string
+	// Since is when the call began to wait.
+	Since time.Time
+}
+
+// Held lists the calls held for a person now, the longest-waiting first.
+func (g *Gateway) Held() []HeldCall {
+	g.mu.Lock()
+	out := make([]HeldCall, 0, len(g.held))
+	for _, h := range g.held {
+		out = append(out, h)
+	}
+	g.mu.Unlock()
+	slices.SortFunc(out, func(a, b HeldCall) int { return a.Since.Compare(b.Since) })
+	return out
 }
 
 func (g *Gateway) heartbeat(ctx context.Context, ss *mcp.ServerSession, tok any, id string) {

@@ -29,6 +29,49 @@ type Observer interface {
 	ApprovalWait(tool, result string, waited time.Duration)
 }
 
+// Observers tells several observers of the gateway's events, in order
+// (and ends calls in the reverse order).
+type Observers []Observer
+
+func (os Observers) StartCall(ctx context.Context, tool, session, agent string) (context.Context, func(string, error)) {
+	ends := make([]func(string, error), len(os))
+	for i, o := range os {
+		ctx, ends[i] = o.StartCall(ctx, tool, session, agent)
+	}
+	return ctx, func(result string, err error) {
+		for i := len(ends) - 1; i >= 0; i-- {
+			ends[i](result, err)
+		}
+	}
+}
+
+func (os Observers) UpstreamCall(ctx context.Context, upstream, tool string, took time.Duration, isError bool, err error) {
+	for _, o := range os {
+		o.UpstreamCall(ctx, upstream, tool, took, isError, err)
+	}
+}
+
+func (os Observers) UpstreamRestart(upstream string, err error) {
+	for _, o := range os {
+		o.UpstreamRestart(upstream, err)
+	}
+}
+
+// UpstreamFrameSkipped tells each observer that is a FrameObserver.
+func (os Observers) UpstreamFrameSkipped(upstream, reason string) {
+	for _, o := range os {
+		if fo, ok := o.(FrameObserver); ok {
+			fo.UpstreamFrameSkipped(upstream, reason)
+		}
+	}
+}
+
+func (os Observers) ApprovalWait(tool, result string, waited time.Duration) {
+	for _, o := range os {
+		o.ApprovalWait(tool, result, waited)
+	}
+}
+
 // nopObserver is the Observer of a gateway configured without one.
 type nopObserver struct{}
 

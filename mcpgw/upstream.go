@@ -57,24 +57,48 @@ type Upstream struct {
 	TrustAnnotations bool
 }
 
-func (u *Upstream) check() error {
-	n := 0
-	if len(u.Command) > 0 {
-		n++
+// UpstreamError is a fault in the list of upstreams: Index and Name say
+// which (Name may be empty), Problem what is wrong with it.
+type UpstreamError struct {
+	Index   int
+	Name    string
+	Problem string
+}
+
+func (e *UpstreamError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("upstreams[%d]: %s", e.Index, e.Problem)
 	}
-	if u.URL != "" {
-		n++
-	}
-	if u.Transport != nil {
-		n++
-	}
-	switch {
-	case u.Name == "":
-		return errors.New("mcpgw: an upstream has no name")
-	case n == 0:
-		return fmt.Errorf("mcpgw: upstream %q has neither a command nor a url", u.Name)
-	case n > 1:
-		return fmt.Errorf("mcpgw: upstream %q has more than one of command, url and transport", u.Name)
+	return fmt.Sprintf("upstreams[%d] (%s): %s", e.Index, e.Name, e.Problem)
+}
+
+// CheckUpstreams checks a list of upstreams as New does: each has a name
+// no other has, and exactly one of a command, a URL and a transport. The
+// error is an *UpstreamError. It is the one check of an upstream list:
+// the gateway's configuration file is checked with it too.
+func CheckUpstreams(ups []Upstream) error {
+	seen := map[string]bool{}
+	for i, u := range ups {
+		n, want := 0, "command and url"
+		if len(u.Command) > 0 {
+			n++
+		}
+		if u.URL != "" {
+			n++
+		}
+		if u.Transport != nil {
+			n++
+			want = "command, url and transport"
+		}
+		switch {
+		case u.Name == "":
+			return &UpstreamError{Index: i, Problem: "name is required"}
+		case seen[u.Name]:
+			return &UpstreamError{Index: i, Problem: fmt.Sprintf("name %q is used twice", u.Name)}
+		case n != 1:
+			return &UpstreamError{Index: i, Name: u.Name, Problem: "give exactly one of " + want}
+		}
+		seen[u.Name] = true
 	}
 	return nil
 }

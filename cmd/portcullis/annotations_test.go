@@ -127,27 +127,3 @@ func TestToolAddedBetweenRunsIsHeld(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
-func TestServeConfigTrustAnnotations(t *testing.T) {
-	dir := t.TempDir()
-	cfg := `policy: policy.yaml
-agents: [{name: bot, tokenSHA256: "` + strings.Repeat("ab", 32) + `"}]
-upstreams:
-  - {name: fs, command: [fs-server], trustAnnotations: true}
-  - {name: web, url: "http://127.0.0.1:9/mcp"}
-`
-	path := filepath.Join(dir, "portcullis.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("version: 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := loadServeConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !c.Upstreams[0].TrustAnnotations || c.Upstreams[1].TrustAnnotations {
-		t.Fatalf("trustAnnotations = %v, %v; want true for fs only (the default is false)", c.Upstreams[0].TrustAnnotations, c.Upstreams[1].TrustAnnotations)
-	}
-}

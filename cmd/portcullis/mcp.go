@@ -14,6 +14,7 @@ import (
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/notify"
+	"github.com/portcullis/portcullis/server"
 )
 
 // runMCP is the stdio wrapper: an MCP server on stdin and stdout that
@@ -74,7 +75,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	// A server that cannot start would never come up: say so now.
-	if err := commandStarts(pos[0], ""); err != nil {
+	if err := server.CommandStarts(pos[0], ""); err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
 	st, err := sf.open(ctx, log)
@@ -110,13 +111,27 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	defer cleanup()
+	var channels []string
+	if nf.desktop {
+		channels = append(channels, "desktop notifications")
+	}
+	if nf.webhook != "" {
+		channels = append(channels, "the webhook "+redactURL(nf.webhook))
+	}
 	if n == nil {
+		// A desktop client shows no terminal: the desktop is where its
+		// person looks, when it can be reached.
 		if d, ok := notify.NewDesktop(notify.DesktopOptions{Logger: log}); ok {
 			n = d
 			defer d.Close(context.Background())
-		} else {
-			log.Warn("no human channel for approvals: answer them with `portcullis approvals` and `portcullis approve`, or pass --notify-webhook")
+			channels = append(channels, "desktop notifications")
 		}
+	}
+	// Say at start where a person will hear of a held call.
+	if len(channels) == 0 {
+		log.Warn("no human channel for approvals: a held call waits unseen; answer it with `portcullis approvals` and `portcullis approve`, or pass --notify-desktop or --notify-webhook")
+	} else {
+		log.Info("calls held for a person are told through "+strings.Join(channels, " and ")+"; answer them with `portcullis approve ID` or `portcullis deny ID`", "channels", len(channels))
 	}
 	opts := append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir))
 	if n != nil {
@@ -126,14 +141,14 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	var rm reloadMetrics
+	var rm server.ReloadMetrics
 	if obs.metrics != nil {
 		rm = obs.metrics
 	}
 	if path != "" {
 		// The built-in default policy never changes: only a file is watched.
-		watcher := newPolicyWatcher(path, g, st, log, rm)
-		wctx, stopWatching := context.WithCancel(ctx)
+		watcher := server.NewPolicyWatcher(path, g, st, log, rm)
+		wctx, stopWatching := context.WithCancel(context.WithoutCancel(ctx))
 		defer stopWatching()
 		go watcher.Run(wctx)
 	}
@@ -165,8 +180,24 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	defer stopWitnesses()
-	in, out := readCloser(stdin), writeCloser(stdout)
-	if err := gw.ServeStdio(ctx, in, out); err != nil && ctx.Err() == nil && !isClosed(err) {
+	// Serving does not end with ctx: a first Ctrl-C with calls held for
+	// a person keeps them waiting (untilStopped).
+	sctx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	served := make(chan error, 1)
+	in := watchInterrupts()
+	defer in.stop()
+	go func() { served <- gw.ServeStdio(sctx, readCloser(stdin), writeCloser(stdout)) }()
+	hg := heldGateway{gw: gw, gate: g, answer: func(mcpgw.HeldCall) string { return "" }}
+	ended, err := untilStopped(ctx, in, hg, served, stderr)
+	if !ended {
+		// Stopped: the session is closed, and the gateway and its
+		// upstream are ended on return. Serving is not waited for: it
+		// may be blocked reading a stdin the client keeps open.
+		stopServing()
+		return nil
+	}
+	if err != nil && !isClosed(err) {
 		return err
 	}
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/internal/guard"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
+	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/tracing"
 )
 
@@ -89,20 +88,27 @@ func (o *observability) gateOptions() []gate.Option {
 	return opts
 }
 
-// gatewayObserver is the MCP gateway's observer (nil when there is
-// nothing to tell).
-func (o *observability) gatewayObserver() mcpgw.Observer {
-	var obs gatewayObservers
+// gatewayObservers are the MCP gateway's observers: the traces and the
+// metrics, those that are on.
+func (o *observability) gatewayObservers() []mcpgw.Observer {
+	var obs []mcpgw.Observer
 	if o.tracer != nil {
 		obs = append(obs, o.tracer)
 	}
 	if o.metrics != nil {
 		obs = append(obs, o.metrics)
 	}
+	return obs
+}
+
+// gatewayObserver is the MCP gateway's observer (nil when there is
+// nothing to tell).
+func (o *observability) gatewayObserver() mcpgw.Observer {
+	obs := o.gatewayObservers()
 	if len(obs) == 0 {
 		return nil
 	}
-	return obs
+	return mcpgw.Observers(obs)
 }
 
 // store returns st with its operations measured, when there are metrics.
@@ -138,69 +144,10 @@ func (l decisionLogger) ObserveDecision(ctx context.Context, ev *portcullis.Deci
 	)
 }
 
-// gatewayObservers tells several observers of the MCP gateway's events.
-type gatewayObservers []mcpgw.Observer
-
-func (os gatewayObservers) StartCall(ctx context.Context, tool, session, agent string) (context.Context, func(string, error)) {
-	ends := make([]func(string, error), len(os))
-	for i, o := range os {
-		ctx, ends[i] = o.StartCall(ctx, tool, session, agent)
-	}
-	return ctx, func(result string, err error) {
-		for i := len(ends) - 1; i >= 0; i-- {
-			ends[i](result, err)
-		}
-	}
-}
-
-func (os gatewayObservers) UpstreamCall(ctx context.Context, upstream, tool string, took time.Duration, isError bool, err error) {
-	for _, o := range os {
-		o.UpstreamCall(ctx, upstream, tool, took, isError, err)
-	}
-}
-
-func (os gatewayObservers) UpstreamRestart(upstream string, err error) {
-	for _, o := range os {
-		o.UpstreamRestart(upstream, err)
-	}
-}
-
-func (os gatewayObservers) UpstreamFrameSkipped(upstream, reason string) {
-	for _, o := range os {
-		if fo, ok := o.(mcpgw.FrameObserver); ok {
-			fo.UpstreamFrameSkipped(upstream, reason)
-		}
-	}
-}
-
-func (os gatewayObservers) ApprovalWait(tool, result string, waited time.Duration) {
-	for _, o := range os {
-		o.ApprovalWait(tool, result, waited)
-	}
-}
-
-// metricsHandler serves the metrics to a scraper that sends the metrics
-// token as a bearer token (compared in constant time). The metrics name the
-// policy's tools, upstreams and how often calls are denied: they are not
-// for anyone who can reach the port. The token is its own, not the
-// people's: a scraper holding it can read metrics and do nothing else.
+// metricsHandler serves the metrics to a scraper holding the metrics
+// token (server.MetricsHandler).
 func metricsHandler(m *metrics.Metrics, token string) http.Handler {
-	h := m.Handler()
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
-			guard.CloseAfter(w)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="portcullis metrics"`)
-			http.Error(w, "send the metrics token (metrics.token in the state directory) as Authorization: Bearer <token>", http.StatusUnauthorized)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "GET only", http.StatusMethodNotAllowed)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	return server.MetricsHandler(m, token)
 }
 
 // serveMetrics serves /metrics on addr until ctx ends (mcp --metrics-addr).

@@ -332,3 +332,16 @@ func TestMCPMetricsAddr(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// replacePolicy writes a new version of a policy file the way editors and
+// configuration managers do: to a temporary file, renamed over.
+func replacePolicy(t *testing.T, path, src string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}

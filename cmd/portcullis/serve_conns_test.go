@@ -166,27 +166,6 @@ func TestServeUnauthenticatedClientsCannotHoldConnections(t *testing.T) {
 	}
 }
 
-func TestServeConfigHTTPTimeouts(t *testing.T) {
-	cfg, _ := writeServeConfig(t, "")
-	c, err := loadServeConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.HTTP.ReadHeaderTimeout != defaultReadHeaderTimeout || c.HTTP.BodyTimeout != defaultBodyTimeout || c.HTTP.IdleTimeout != defaultIdleTimeout {
-		t.Errorf("defaults: %+v", c.HTTP)
-	}
-	data, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, append(data, "http:\n  bodyTimeout: -1s\n"...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := loadServeConfig(cfg); err == nil || !strings.Contains(err.Error(), "http.bodyTimeout") {
-		t.Errorf("a negative body timeout: %v; want an error naming http.bodyTimeout", err)
-	}
-}
-
 // TestServeWrongTokensLockNoOneOut replays the lock-out against a real
 // `portcullis serve`: a local process with no token floods the API and the
 // MCP endpoint with wrong ones from the address every local client shares.

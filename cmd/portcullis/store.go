@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +12,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/postgres"
+	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/sqlite"
 )
 
@@ -131,39 +128,9 @@ func redactURL(u string) string {
 	return u
 }
 
-// secretFile reads a secret kept in the state directory, creating it with
-// 32 random bytes (hex) and mode 0600 when it does not exist.
-func secretFile(dir, name string) (string, error) {
-	path := filepath.Join(dir, name)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		v := strings.TrimSpace(string(b))
-		if v == "" {
-			return "", fmt.Errorf("%s is empty", path)
-		}
-		return v, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return "", err
-	}
-	v := hex.EncodeToString(raw)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return secretFile(dir, name)
-		}
-		return "", err
-	}
-	if _, err := f.WriteString(v + "\n"); err != nil {
-		f.Close()
-		return "", err
-	}
-	return v, f.Close()
-}
+// secretFile reads a secret kept in the state directory, creating it
+// (0600) when it does not exist (server.SecretFile).
+func secretFile(dir, name string) (string, error) { return server.SecretFile(dir, name) }
 
 // readSecret reads a secret kept in the state directory; it does not
 // create one.

@@ -274,32 +274,3 @@ func TestMCPWitnessFlag(t *testing.T) {
 		t.Fatalf("audit verify --witness FILE = exit %d, %q, %q", code, stdout, stderr)
 	}
 }
-
-func TestServeConfigWitnessErrors(t *testing.T) {
-	for _, tc := range []struct{ audit, want string }{
-		{"audit: {witnesses: [{url: 'http://w/heads/a', file: x}]}", "exactly one of url, file and stderr"},
-		{"audit: {witnesses: [{}]}", "exactly one of url, file and stderr"},
-		{"audit: {witnesses: [{url: 'ftp://w'}]}", "want http:// or https://"},
-		{"audit: {witnesses: [{file: x, tokenEnv: T}]}", "a token is for a url witness"},
-		{"audit: {witnesses: [{url: 'http://w/heads/a', tokenFile: missing.token}]}", "missing.token"},
-		{"audit: {witnessInterval: -1m}", "negative"},
-		{"audit: {witness: []}", "witness"},
-	} {
-		cfg, _ := writeServeConfig(t, "")
-		f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintln(f, tc.audit)
-		f.Close()
-		if _, err := loadServeConfig(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("loadServeConfig(%s) = %v; want an error saying %q", tc.audit, err, tc.want)
-		}
-	}
-	cfg, _ := writeServeConfig(t, "")
-	addWitnessConfig(t, cfg, "http://127.0.0.1:1/heads/gw")
-	c, err := loadServeConfig(cfg)
-	if err != nil || len(c.Audit.Witnesses) != 1 || c.Audit.WitnessInterval != 50*time.Millisecond {
-		t.Fatalf("loadServeConfig with a witness = %+v, %v", c, err)
-	}
-}

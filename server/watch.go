@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -16,16 +16,16 @@ import (
 	"github.com/portcullis/portcullis/policy"
 )
 
-// reloadInterval is how often serve and mcp look at the policy file.
-const reloadInterval = time.Second
+// ReloadInterval is how often a PolicyWatcher looks at the policy file.
+const ReloadInterval = time.Second
 
-// reloadMetrics is what the watcher tells the metrics.
-type reloadMetrics interface {
+// ReloadMetrics is what a PolicyWatcher tells the metrics.
+type ReloadMetrics interface {
 	PolicyLoaded(at time.Time, reload bool)
 	PolicyReloadFailed()
 }
 
-// policyWatcher watches a policy file and puts each new version in force:
+// PolicyWatcher watches a policy file and puts each new version in force:
 // hot reload. Every interval it reads the file and compares its SHA-256 with
 // the policy in force; a new version is loaded and validated
 // (policy.Load), compiled and swapped in atomically (gate.SetPolicy). A
@@ -33,12 +33,12 @@ type reloadMetrics interface {
 // portcullis_policy_reload_failures_total metric and an audit row of kind
 // policy — and the last good policy stays in force. Each version is
 // judged once: a rejected file is not retried until it changes again.
-type policyWatcher struct {
+type PolicyWatcher struct {
 	path    string
 	gate    *gate.Gate
 	store   portcullis.Store // audit rows; nil: none
 	log     *slog.Logger
-	metrics reloadMetrics // nil: none
+	metrics ReloadMetrics // nil: none
 	every   time.Duration
 
 	// loadedAt is when the policy in force was loaded (the console
@@ -55,17 +55,20 @@ type policyWatcher struct {
 
 // Problem says why the policy file's newest version is not in force ("":
 // it is). The console shows it as a banner.
-func (w *policyWatcher) Problem() string {
+func (w *PolicyWatcher) Problem() string {
 	if p := w.problem.Load(); p != nil {
 		return *p
 	}
 	return ""
 }
 
-func (w *policyWatcher) setProblem(s string) { w.problem.Store(&s) }
+func (w *PolicyWatcher) setProblem(s string) { w.problem.Store(&s) }
 
-func newPolicyWatcher(path string, g *gate.Gate, st portcullis.Store, log *slog.Logger, m reloadMetrics) *policyWatcher {
-	w := &policyWatcher{path: path, gate: g, store: st, log: log, metrics: m, every: reloadInterval}
+// NewPolicyWatcher watches the policy file at path for g: reload
+// rejections and reloads are audited in st (nil: not audited) and told to
+// m (nil: no metrics). Run starts it.
+func NewPolicyWatcher(path string, g *gate.Gate, st portcullis.Store, log *slog.Logger, m ReloadMetrics) *PolicyWatcher {
+	w := &PolicyWatcher{path: path, gate: g, store: st, log: log, metrics: m, every: ReloadInterval}
 	now := time.Now()
 	w.loadedAt.Store(&now)
 	if m != nil {
@@ -75,10 +78,10 @@ func newPolicyWatcher(path string, g *gate.Gate, st portcullis.Store, log *slog.
 }
 
 // LoadedAt tells when the policy in force was loaded.
-func (w *policyWatcher) LoadedAt() time.Time { return *w.loadedAt.Load() }
+func (w *PolicyWatcher) LoadedAt() time.Time { return *w.loadedAt.Load() }
 
 // Run watches the file until ctx ends.
-func (w *policyWatcher) Run(ctx context.Context) {
+func (w *PolicyWatcher) Run(ctx context.Context) {
 	t := time.NewTicker(w.every)
 	defer t.Stop()
 	for {
@@ -93,7 +96,7 @@ func (w *policyWatcher) Run(ctx context.Context) {
 
 // check looks at the file once and reloads it when it holds a new version.
 // It reports whether a new policy was put in force.
-func (w *policyWatcher) check(ctx context.Context) bool {
+func (w *PolicyWatcher) check(ctx context.Context) bool {
 	data, err := os.ReadFile(w.path)
 	if err != nil {
 		// A file being replaced (written to a temporary name, then
@@ -148,7 +151,7 @@ func (w *policyWatcher) check(ctx context.Context) bool {
 }
 
 // reject says loudly that a version of the file was not put in force.
-func (w *policyWatcher) reject(ctx context.Context, hash string, err error) {
+func (w *PolicyWatcher) reject(ctx context.Context, hash string, err error) {
 	if hash != "" && hash == w.rejected {
 		return
 	}
@@ -169,7 +172,7 @@ func (w *policyWatcher) reject(ctx context.Context, hash string, err error) {
 	w.audit(ctx, hash, "rejected a new version of "+w.path+"; "+inForce+" stays in force: "+err.Error())
 }
 
-func (w *policyWatcher) audit(ctx context.Context, hash, detail string) {
+func (w *PolicyWatcher) audit(ctx context.Context, hash, detail string) {
 	if w.store == nil {
 		return
 	}

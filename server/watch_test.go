@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/metrics"
+	"github.com/portcullis/portcullis/policy"
 )
 
 const reloadAllow = `version: 1
@@ -42,7 +43,7 @@ type reloadFixture struct {
 	gate *gate.Gate
 	st   *memstore.Store
 	m    *metrics.Metrics
-	w    *policyWatcher
+	w    *PolicyWatcher
 	logs *bytes.Buffer
 	// calls counts decisions (the session of each).
 	calls int
@@ -53,13 +54,17 @@ func newReloadFixture(t *testing.T) *reloadFixture {
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	replacePolicy(t, path, reloadAllow)
 	st := memstore.New(nil)
-	g, _, err := loadAgentGate(path, io.Discard, gate.WithStore(st))
+	pol, _, err := policy.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(pol, gate.WithStore(st))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New(metrics.Options{})
 	logs := &bytes.Buffer{}
-	w := newPolicyWatcher(path, g, st, slog.New(slog.NewTextHandler(logs, nil)), m)
+	w := NewPolicyWatcher(path, g, st, slog.New(slog.NewTextHandler(logs, nil)), m)
 	return &reloadFixture{path: path, gate: g, st: st, m: m, w: w, logs: logs}
 }
 
