@@ -198,6 +198,7 @@ func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (
 	defer func() {
 		if r := recover(); r != nil {
 			e.failClosed("panic", fmt.Errorf("panic: %v", r))
+			e.returnBudget(ctx)
 			d, err = e.d, nil
 		}
 	}()
@@ -248,6 +249,7 @@ func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (
 		e.audit(ctx, start)
 		e.lap("audit")
 	}
+	e.returnBudget(ctx)
 	return e.d, nil
 }
 
@@ -283,6 +285,13 @@ func (e *eval) pipeline(ctx context.Context) error {
 	if e.level != portcullis.Deny {
 		done = e.validatorStage(ctx)
 		e.lap("validator")
+		if done {
+			return nil
+		}
+	}
+	if len(e.pol.budgets) > 0 && e.level != portcullis.Deny {
+		done = e.budgetStage(ctx)
+		e.lap("budget")
 		if done {
 			return nil
 		}
@@ -340,6 +349,15 @@ type eval struct {
 	// call's upstream tool, recorded on its trace entries.
 	routeFacts    []portcullis.Fact
 	routeUpstream string
+	// budgetTaken is what the budget stage took from the store, given
+	// back at the end unless the call is let through.
+	budgetTaken []portcullis.BudgetCharge
+	// overBudget: the call does not fit a budget whose over is confirm;
+	// overCharges are counted past the limit if a person lets it through,
+	// and overReason tells the agent why it waits.
+	overBudget  bool
+	overCharges []portcullis.BudgetCharge
+	overReason  string
 }
 
 // trace records a stage's result. Every entry of the route stage carries
