@@ -223,7 +223,7 @@ func ParseAmount(v any) (Amount, error) {
 		return 0, fmt.Errorf("got %s, want a number", jsonKindOf(v))
 	}
 	if r.Sign() < 0 {
-		return 0, fmt.Errorf("%s is negative", r.FloatString(6))
+		return 0, fmt.Errorf("%s is negative", strings.TrimRight(strings.TrimRight(r.FloatString(12), "0"), "."))
 	}
 	r.Mul(r, new(big.Rat).SetInt64(AmountScale))
 	if !r.IsInt() {

@@ -48,6 +48,9 @@ func compileBudgets(c *compiled) error {
 			return fmt.Errorf("budget %q: no tools", b.Name)
 		}
 		for _, t := range b.Tools {
+			if r := c.routes[t]; r != nil {
+				t = r.name // an alias counts as its tool
+			}
 			t = strings.ToLower(t)
 			if isGlob(t) {
 				cb.globs = append(cb.globs, compileGlob(t))
@@ -139,7 +142,7 @@ func (e *eval) budgetStage(ctx context.Context) bool {
 		}
 		charges[i] = ch
 	}
-	st := e.g.store
+	st := e.g.budgets
 	if st == nil {
 		e.trace("budget", "counted by "+budgetNames(applied)+"; this gate has no store, so nothing is counted")
 		return false
@@ -222,10 +225,10 @@ func (e *eval) budgetCost(b *cbudget) (portcullis.Amount, error) {
 
 // forceBudget counts a call a person let through past its budget.
 func (e *eval) forceBudget(ctx context.Context) bool {
-	if e.dry || e.g.store == nil {
+	if e.dry || e.g.budgets == nil {
 		return true
 	}
-	if _, err := e.g.store.TakeBudget(ctx, e.overCharges, portcullis.BudgetTakeForce, e.g.clock.Now()); err != nil {
+	if _, err := e.g.budgets.TakeBudget(ctx, e.overCharges, portcullis.BudgetTakeForce, e.g.clock.Now()); err != nil {
 		e.failClosed("budget", fmt.Errorf("count the confirmed call against its budget: %w", err))
 		return false
 	}
@@ -244,7 +247,7 @@ func (e *eval) returnBudget(ctx context.Context) {
 	}
 	charges := e.budgetTaken
 	e.budgetTaken = nil
-	if err := e.g.store.ReturnBudget(context.WithoutCancel(ctx), charges); err != nil {
+	if err := e.g.budgets.ReturnBudget(context.WithoutCancel(ctx), charges); err != nil {
 		e.g.log.Warn("could not give back budget use of a call not let through", "decision", e.d.DecisionID, "err", err)
 	}
 }

@@ -35,6 +35,7 @@ import (
 type Gate struct {
 	pol         atomic.Pointer[compiled]
 	store       portcullis.Store
+	budgets     portcullis.BudgetStore // counts budgets: the store, unless WithBudgetStore
 	clock       portcullis.Clock
 	rand        io.Reader
 	protected   []string
@@ -63,6 +64,11 @@ type Option func(*Gate)
 // count, and a call that needs a person gets outcome confirm with no
 // approval request behind it.
 func WithStore(s portcullis.Store) Option { return func(g *Gate) { g.store = s } }
+
+// WithBudgetStore counts the policy's budgets in bs rather than in the
+// gate's store: a gate without a store (a policy test run) can still count
+// them.
+func WithBudgetStore(bs portcullis.BudgetStore) Option { return func(g *Gate) { g.budgets = bs } }
 
 // WithClock sets the clock used for grant and approval expiry.
 func WithClock(c portcullis.Clock) Option { return func(g *Gate) { g.clock = c } }
@@ -122,6 +128,9 @@ func New(p *portcullis.Policy, opts ...Option) (*Gate, error) {
 	}
 	for _, o := range opts {
 		o(g)
+	}
+	if g.budgets == nil && g.store != nil {
+		g.budgets = g.store
 	}
 	var b [8]byte
 	if _, err := io.ReadFull(g.rand, b[:]); err != nil {
