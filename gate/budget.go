@@ -144,7 +144,11 @@ func (e *eval) budgetStage(ctx context.Context) bool {
 	}
 	st := e.g.budgets
 	if st == nil {
-		e.trace("budget", "counted by "+budgetNames(applied)+"; this gate has no store, so nothing is counted")
+		parts := make([]string, len(charges))
+		for i, c := range charges {
+			parts[i] = fmt.Sprintf("%s (%s) would take %s", quote(c.Budget), applied[i].desc, c.Cost)
+		}
+		e.trace("budget", strings.Join(parts, "; ")+"; this gate keeps no state, so no use is read or counted")
 		return false
 	}
 	mode := portcullis.BudgetTakeIfFits
@@ -194,14 +198,6 @@ var (
 	factsBudgetOver  = []portcullis.Fact{portcullis.FactBudgetOver}
 	factsBudgetCost  = []portcullis.Fact{portcullis.FactBudgetCostInvalid}
 )
-
-func budgetNames(bs []*cbudget) string {
-	names := make([]string, len(bs))
-	for i, b := range bs {
-		names[i] = quote(b.b.Name)
-	}
-	return strings.Join(names, ", ")
-}
 
 // budgetCost is what the call costs budget b: its fixed cost, the number
 // in its cost argument, or 1 for a rate.
