@@ -44,6 +44,7 @@ func completionCommands() []completionCommand {
 		{name: "witness", help: "run a reference audit witness", subs: []string{"serve"}, subFlags: true},
 		{name: "bench", help: "load a running gateway and check its audit log"},
 		{name: "tools", help: "list pinned MCP tools; accept a changed one", subs: []string{"accept"}},
+		{name: "budgets", help: "list the use of the policy's budgets"},
 		{name: "hook", help: "answer a host's hook event", subs: append(hookHosts(), "install"), subFlags: true},
 		{name: "exec", help: "classify, gate and run a shell command"},
 		{name: "version", help: "print the version, commit and build date"},
