@@ -29,6 +29,15 @@ const (
 	// requests waiting as the policy allows; no request was made. Outcome
 	// deny; the call may pass once a person has answered the waiting ones.
 	CodePendingLimit Code = "PENDING_LIMIT"
+	// CodeBudgetExceeded (an extension of the contract): the call does not
+	// fit one of the policy's budgets (the decision's budget names it and
+	// says when its window reopens). Outcome confirm (the budget's `over`
+	// is confirm: a person may let it through) or deny.
+	CodeBudgetExceeded Code = "BUDGET_EXCEEDED"
+	// CodeBudgetCostInvalid (an extension of the contract): a budget takes
+	// the call's cost from an argument, and the argument is missing or not
+	// a number of 0 or more. Outcome deny: a cost is never taken as 0.
+	CodeBudgetCostInvalid Code = "BUDGET_COST_INVALID"
 
 	// CodeInvalidRequest is an error code: the request itself is malformed.
 	CodeInvalidRequest Code = "INVALID_REQUEST"
@@ -79,6 +88,9 @@ type Decision struct {
 	// Shadow, in shadow mode, is what would have been decided in enforce
 	// mode. The call itself is allowed.
 	Shadow *ShadowResult `json:"shadow,omitempty"`
+	// Budget is the budget the call did not fit (code BUDGET_EXCEEDED),
+	// with when its window reopens.
+	Budget *BudgetStatus `json:"budget,omitempty"`
 }
 
 // Conflict names an element whose allow was overridden by another element's
@@ -158,6 +170,16 @@ const (
 	// written; an allow became a fail-closed deny. This entry is in the
 	// decision returned, never in an audit row.
 	FactNotRecorded Fact = "not-recorded"
+	// FactBudgetTaken (budget): the call was counted against the budgets
+	// that apply to it; it is given back if the call is not let through
+	// in the end.
+	FactBudgetTaken Fact = "budget-taken"
+	// FactBudgetOver (budget): the call does not fit a budget; the
+	// decision's budget names it.
+	FactBudgetOver Fact = "budget-over"
+	// FactBudgetCostInvalid (budget): a budget's cost argument is missing
+	// or not a number of 0 or more; the call is denied.
+	FactBudgetCostInvalid Fact = "budget-cost-invalid"
 )
 
 // ShadowResult is the decision enforce mode would have made.
@@ -238,5 +260,5 @@ var DecisionCodes = []Code{
 	CodeNone, CodeUnknownOperation, CodeElementPolicyViolation, CodeScopeRestriction,
 	CodeConfirmationRequired, CodeSandboxed, CodeAutonomyPause, CodeDangerZone,
 	CodeValidatorDenied, CodeFailClosed, CodeRetryLoop, CodeBlockedCommand,
-	CodePendingLimit,
+	CodePendingLimit, CodeBudgetExceeded, CodeBudgetCostInvalid,
 }

@@ -35,6 +35,9 @@ type Policy struct {
 	// UpstreamRequests is `upstreamRequests`: what an MCP gateway does with
 	// the requests its upstream servers send to their client.
 	UpstreamRequests UpstreamRequestsConfig
+	// Budgets is `budgets`: rate limits and spend caps, in file order. An
+	// element's own budgets are in its Budgets.
+	Budgets []Budget
 
 	// Source is the file the policy was read from ("" when built in code).
 	Source string
@@ -85,6 +88,21 @@ type ToolPolicy struct {
 	Line int
 }
 
+// AllBudgets returns the policy's budgets and then each element's, in
+// file order.
+func (p *Policy) AllBudgets() []*Budget {
+	var out []*Budget
+	for i := range p.Budgets {
+		out = append(out, &p.Budgets[i])
+	}
+	for i := range p.Elements {
+		for j := range p.Elements[i].Budgets {
+			out = append(out, &p.Elements[i].Budgets[j])
+		}
+	}
+	return out
+}
+
 // Level returns the tool's base level: DefaultLevel, or the endpoint's default.
 func (t *ToolPolicy) Level() Level {
 	if t.DefaultLevel.Valid() {
@@ -106,6 +124,9 @@ type Element struct {
 	Gatekeeper GatekeeperPolicy
 	// Autonomy is `autonomy` (agents only); nil when absent.
 	Autonomy *Autonomy
+	// Budgets is `budgets`: budgets that count while the element is
+	// active (each with Element set to the element's name).
+	Budgets []Budget
 	// Line is the line of the entry in the policy file.
 	Line int
 }

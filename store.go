@@ -77,6 +77,8 @@ type Store interface {
 
 	SafetyStore
 
+	BudgetStore
+
 	// RecordDenial remembers that the run's action with this signature was
 	// denied and returns how many times it has been denied since the run's
 	// last new user input, this one included.

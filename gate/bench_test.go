@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/memstore"
 )
 
 // benchPolicy builds a policy with the given number of tools and 20 active
@@ -137,4 +139,51 @@ func BenchmarkDecideAutonomous(b *testing.B) {
 	p.Elements = append(p.Elements, portcullis.Element{Name: "bot", Type: portcullis.Agent, Active: true,
 		Autonomy: &portcullis.Autonomy{RiskTolerance: portcullis.Aggressive, MaxAutonomousSteps: 0, RequiresApproval: []string{"*production*", "*delete*"}}})
 	benchDecide(b, p, portcullis.Call{Tool: "edit_element", Session: "s1", Agent: "bot", Args: map[string]any{"name": "x"}, Run: &portcullis.Run{ID: "r1"}}, portcullis.OutcomeAllow)
+}
+
+// BenchmarkDecideBudgets is BenchmarkDecide's call under a policy with no
+// budgets, with ten budgets on other tools, and with one that counts it
+// (in a memstore, the limit never reached): a call no budget names costs
+// what it did before budgets existed, and never reaches the store.
+func BenchmarkDecideBudgets(b *testing.B) {
+	call := portcullis.Call{Tool: "edit_element", Session: "s1", Agent: "bot", Args: map[string]any{"name": "x"}}
+	withBudgets := func(tools ...string) *portcullis.Policy {
+		p := benchPolicy(200)
+		for i, t := range tools {
+			p.Budgets = append(p.Budgets, portcullis.Budget{Name: fmt.Sprintf("b%d", i), Tools: []string{t},
+				Limit: portcullis.MaxAmount, Window: time.Hour, Over: portcullis.BudgetDeny})
+		}
+		return p
+	}
+	var others []string
+	for i := range 10 {
+		others = append(others, fmt.Sprintf("tool_%d", i), fmt.Sprintf("glob_%d_*", i))
+	}
+	b.Run("none", func(b *testing.B) { benchDecide(b, benchPolicy(200), call, portcullis.OutcomeAllow) })
+	b.Run("other-tools", func(b *testing.B) { benchDecide(b, withBudgets(others[:10]...), call, portcullis.OutcomeAllow) })
+	b.Run("other-tools-store", func(b *testing.B) {
+		benchDecideStore(b, withBudgets(others[:10]...), call)
+	})
+	b.Run("applies-store", func(b *testing.B) { benchDecideStore(b, withBudgets("edit_element"), call) })
+}
+
+// benchDecideStore decides with a memstore for budgets only (no audit
+// rows, no grants), so the figure is the budget stage's own.
+func benchDecideStore(b *testing.B, p *portcullis.Policy, call portcullis.Call) {
+	st := &countingStore{Store: memstore.New(nil)}
+	g, err := gate.New(p, gate.WithBudgetStore(st))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := g.Decide(ctx, call); err != nil || !d.Allowed() {
+			b.Fatalf("Decide = %s, %v", d.Outcome, err)
+		}
+	}
+	applies := len(p.Budgets) == 1
+	if (st.takes > 0) != applies {
+		b.Fatalf("%d budget takes; want them only when a budget names the call", st.takes)
+	}
 }

@@ -123,6 +123,9 @@ type compiled struct {
 	// agents maps an agent element's name to its autonomy envelope (nil:
 	// the defaults).
 	agents map[string]*portcullis.Autonomy
+	// budgets are the policy's budgets and its elements'; empty when it
+	// has none, and then the budget stage costs nothing.
+	budgets []cbudget
 }
 
 func compile(p *portcullis.Policy, protected []string, home string) (*compiled, error) {
@@ -260,6 +263,9 @@ func compile(p *portcullis.Policy, protected []string, home string) (*compiled, 
 		if e := &p.Elements[i]; e.Type == portcullis.Agent {
 			c.agents[e.Name] = e.Autonomy
 		}
+	}
+	if err := compileBudgets(c); err != nil {
+		return nil, fmt.Errorf("budgets: %w", err)
 	}
 	return c, nil
 }

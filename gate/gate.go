@@ -35,6 +35,7 @@ import (
 type Gate struct {
 	pol         atomic.Pointer[compiled]
 	store       portcullis.Store
+	budgets     portcullis.BudgetStore // counts budgets: the store, unless WithBudgetStore
 	clock       portcullis.Clock
 	rand        io.Reader
 	protected   []string
@@ -63,6 +64,11 @@ type Option func(*Gate)
 // count, and a call that needs a person gets outcome confirm with no
 // approval request behind it.
 func WithStore(s portcullis.Store) Option { return func(g *Gate) { g.store = s } }
+
+// WithBudgetStore counts the policy's budgets in bs rather than in the
+// gate's store: a gate without a store (a policy test run) can still count
+// them.
+func WithBudgetStore(bs portcullis.BudgetStore) Option { return func(g *Gate) { g.budgets = bs } }
 
 // WithClock sets the clock used for grant and approval expiry.
 func WithClock(c portcullis.Clock) Option { return func(g *Gate) { g.clock = c } }
@@ -122,6 +128,9 @@ func New(p *portcullis.Policy, opts ...Option) (*Gate, error) {
 	}
 	for _, o := range opts {
 		o(g)
+	}
+	if g.budgets == nil && g.store != nil {
+		g.budgets = g.store
 	}
 	var b [8]byte
 	if _, err := io.ReadFull(g.rand, b[:]); err != nil {
@@ -198,6 +207,7 @@ func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (
 	defer func() {
 		if r := recover(); r != nil {
 			e.failClosed("panic", fmt.Errorf("panic: %v", r))
+			e.returnBudget(ctx)
 			d, err = e.d, nil
 		}
 	}()
@@ -248,6 +258,7 @@ func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (
 		e.audit(ctx, start)
 		e.lap("audit")
 	}
+	e.returnBudget(ctx)
 	return e.d, nil
 }
 
@@ -283,6 +294,13 @@ func (e *eval) pipeline(ctx context.Context) error {
 	if e.level != portcullis.Deny {
 		done = e.validatorStage(ctx)
 		e.lap("validator")
+		if done {
+			return nil
+		}
+	}
+	if len(e.pol.budgets) > 0 && e.level != portcullis.Deny {
+		done = e.budgetStage(ctx)
+		e.lap("budget")
 		if done {
 			return nil
 		}
@@ -340,6 +358,15 @@ type eval struct {
 	// call's upstream tool, recorded on its trace entries.
 	routeFacts    []portcullis.Fact
 	routeUpstream string
+	// budgetTaken is what the budget stage took from the store, given
+	// back at the end unless the call is let through.
+	budgetTaken []portcullis.BudgetCharge
+	// overBudget: the call does not fit a budget whose over is confirm;
+	// overCharges are counted past the limit if a person lets it through,
+	// and overReason tells the agent why it waits.
+	overBudget  bool
+	overCharges []portcullis.BudgetCharge
+	overReason  string
 }
 
 // trace records a stage's result. Every entry of the route stage carries

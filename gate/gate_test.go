@@ -35,7 +35,7 @@ func TestCases(t *testing.T) {
 		if err != nil {
 			t.Fatalf("LoadTests(%s): %v", file, err)
 		}
-		g, err := gate.New(tf.Policy, gate.WithRequestOverrides())
+		g, err := gate.New(tf.Policy, gate.WithRequestOverrides(), gate.WithClock(tf.Clock), gate.WithBudgetStore(memstore.New(tf.Clock)))
 		if err != nil {
 			t.Fatalf("gate.New(%s): %v", file, err)
 		}

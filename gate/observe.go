@@ -21,7 +21,7 @@ func WithObserver(o portcullis.DecisionObserver) Option {
 }
 
 // maxStages bounds the stages timed in one decision: the pipeline has
-// nine, and a failure may add one more entry.
+// ten, and a failure may add one more entry.
 const maxStages = 12
 
 // laps times the stages of one observed decision. A gate with observers

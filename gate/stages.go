@@ -444,7 +444,7 @@ func (e *eval) confirmation(ctx context.Context) {
 		}
 	}
 	if g, ok := e.requestGrant(); ok {
-		e.grantAllows("grant in the request", g)
+		e.grantAllows(ctx, "grant in the request", g)
 		return
 	}
 	if st := e.g.store; st != nil {
@@ -468,7 +468,7 @@ func (e *eval) confirmation(ctx context.Context) {
 			return
 		}
 		if ok {
-			e.grantAllows("stored grant "+g.ID, g)
+			e.grantAllows(ctx, "stored grant "+g.ID, g)
 			return
 		}
 		if !e.dry {
@@ -523,6 +523,9 @@ func (e *eval) confirmation(ctx context.Context) {
 	e.d.Code = portcullis.CodeConfirmationRequired
 	if e.paused {
 		e.d.Code = portcullis.CodeAutonomyPause
+	}
+	if e.overBudget {
+		e.d.Code = portcullis.CodeBudgetExceeded
 	}
 	e.finish(portcullis.OutcomeConfirm, e.level, e.source, e.sourceElement, e.confirmReason())
 	e.d.WhatWouldAuthorize = what
@@ -595,7 +598,10 @@ func (e *eval) requestGrant() (portcullis.Grant, bool) {
 	return portcullis.Grant{}, false
 }
 
-func (e *eval) grantAllows(what string, g portcullis.Grant) {
+func (e *eval) grantAllows(ctx context.Context, what string, g portcullis.Grant) {
+	if e.overBudget && !e.forceBudget(ctx) {
+		return
+	}
 	e.trace("confirmation", "satisfied by "+string(g.Kind)+" "+what)
 	e.source = portcullis.SourceSessionGrant
 	e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, "Operation "+e.quotedTool()+" was confirmed by a person ("+string(g.Kind)+" grant)")
@@ -608,6 +614,8 @@ func (e *eval) confirmReason() string {
 	}
 	var why string
 	switch {
+	case e.overBudget:
+		why = e.overReason + " A person may let this one call through past the budget."
 	case e.paused:
 		why = "The autonomous run pauses for a person: " + e.pauseReason + "."
 	case e.matchedPolicy == "confirm":

@@ -197,8 +197,9 @@ var factsNoVerdict = []portcullis.Fact{portcullis.FactNoVerdict}
 func (e *eval) retryGuard(ctx context.Context) {
 	st := e.g.store
 	// A refusal for too many waiting requests is not remembered: it
-	// passes once a person has answered them.
-	if st == nil || e.dry || e.d.Outcome != portcullis.OutcomeDeny || e.d.FailClosed || e.d.Code == portcullis.CodePendingLimit {
+	// passes once a person has answered them; nor is one for a spent
+	// budget: it passes once the window reopens, which the agent is told.
+	if st == nil || e.dry || e.d.Outcome != portcullis.OutcomeDeny || e.d.FailClosed || e.d.Code == portcullis.CodePendingLimit || e.d.Code == portcullis.CodeBudgetExceeded {
 		return
 	}
 	key := e.c.Session

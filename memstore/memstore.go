@@ -31,6 +31,7 @@ type Store struct {
 	denials    map[string]map[string]int
 	pins       map[string]portcullis.ToolPin
 	refusals   map[refusalKey]struct{} // caps reached since the last request recorded
+	budgets    map[budgetKey]budgetRow
 	audit      []auditRow
 	checkpoint *portcullis.AuditCheckpoint
 	watchers   map[*watcher]struct{}
@@ -55,6 +56,7 @@ func New(clock portcullis.Clock) *Store {
 		denials:    map[string]map[string]int{},
 		pins:       map[string]portcullis.ToolPin{},
 		refusals:   map[refusalKey]struct{}{},
+		budgets:    map[budgetKey]budgetRow{},
 		watchers:   map[*watcher]struct{}{},
 	}
 }
@@ -787,3 +789,100 @@ func (s *Store) publishLocked(c portcullis.Change) {
 
 // Close ends every watch.
 func (s *Store) Close() error { return nil }
+
+// budgetKey names one budget counter: budget, key and window start.
+type budgetKey struct {
+	budget, agent, session, tool string
+	start                        int64
+}
+
+type budgetRow struct {
+	end   time.Time
+	used  portcullis.Amount
+	limit portcullis.Amount
+}
+
+func keyOf(c *portcullis.BudgetCharge) budgetKey {
+	return budgetKey{c.Budget, c.Agent, c.Session, c.Tool, c.Start.UnixNano()}
+}
+
+// TakeBudget checks and records the charges under the store's lock.
+func (s *Store) TakeBudget(ctx context.Context, charges []portcullis.BudgetCharge, mode portcullis.BudgetMode, now time.Time) (portcullis.BudgetResult, error) {
+	if err := ctx.Err(); err != nil {
+		return portcullis.BudgetResult{}, err
+	}
+	if err := portcullis.CheckCharges(charges); err != nil {
+		return portcullis.BudgetResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, r := range s.budgets {
+		if !r.end.After(now) {
+			delete(s.budgets, k)
+		}
+	}
+	res := portcullis.BudgetResult{Over: -1, Used: make([]portcullis.Amount, len(charges))}
+	pending := map[budgetKey]portcullis.Amount{} // charges of this call to the same counter add up
+	for i := range charges {
+		c := &charges[i]
+		k := keyOf(c)
+		used := s.budgets[k].used + pending[k]
+		res.Used[i] = used
+		if used+c.Cost > c.Limit && res.Over < 0 {
+			res.Over = i
+		}
+		pending[k] += c.Cost
+	}
+	if mode == portcullis.BudgetPeek || (mode == portcullis.BudgetTakeIfFits && res.Over >= 0) {
+		return res, nil
+	}
+	for i := range charges {
+		c := &charges[i]
+		k := keyOf(c)
+		r := s.budgets[k]
+		r.end, r.limit, r.used = c.End.UTC(), c.Limit, r.used+c.Cost
+		s.budgets[k] = r
+	}
+	res.Taken = true
+	return res, nil
+}
+
+// ReturnBudget gives back charges taken for a call not let through.
+func (s *Store) ReturnBudget(ctx context.Context, charges []portcullis.BudgetCharge) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := portcullis.CheckCharges(charges); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range charges {
+		k := keyOf(&charges[i])
+		if r, ok := s.budgets[k]; ok {
+			r.used = max(r.used-charges[i].Cost, 0)
+			s.budgets[k] = r
+		}
+	}
+	return nil
+}
+
+// BudgetUse lists the counters whose window holds now.
+func (s *Store) BudgetUse(ctx context.Context, now time.Time) ([]portcullis.BudgetUsage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []portcullis.BudgetUsage
+	for k, r := range s.budgets {
+		start := time.Unix(0, k.start).UTC()
+		if now.Before(start) || !r.end.After(now) {
+			continue
+		}
+		out = append(out, portcullis.BudgetUsage{Budget: k.budget, Agent: k.agent, Session: k.session, Tool: k.tool,
+			Start: start, End: r.end, Used: r.used, Limit: r.limit})
+	}
+	portcullis.SortBudgetUsage(out)
+	return out, nil
+}

@@ -31,11 +31,12 @@ import (
 // name, so an agent inventing tool names cannot grow the series.
 const OtherTool = "other"
 
-// State is what the scrape-time gauges read: pending approvals and active
-// blocks. A portcullis.Store satisfies it.
+// State is what the scrape-time gauges read: pending approvals, active
+// blocks and the use of budgets. A portcullis.Store satisfies it.
 type State interface {
 	Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]portcullis.Approval, error)
 	Blocks(ctx context.Context) ([]portcullis.Block, error)
+	BudgetUse(ctx context.Context, now time.Time) ([]portcullis.BudgetUsage, error)
 }
 
 // Options configure Metrics.
@@ -76,6 +77,8 @@ type Metrics struct {
 	witnessLag       *prometheus.GaugeVec
 	witnessKept      *prometheus.GaugeVec
 	witnessFailures  *prometheus.CounterVec
+	budgetTaken      *prometheus.CounterVec
+	budgetRefused    *prometheus.CounterVec
 
 	// The histograms of the known stages and outcomes, looked up once
 	// (a decision observes five or six of them).
@@ -85,7 +88,7 @@ type Metrics struct {
 
 // stages are the pipeline's stages (docs/ARCHITECTURE.md), and request for a call
 // rejected before it.
-var stages = []string{"request", "mode", "danger_zone", "route", "elements", "autonomy", "validator", "confirmation", "retry_guard", "audit"}
+var stages = []string{"request", "mode", "danger_zone", "route", "elements", "autonomy", "validator", "budget", "confirmation", "retry_guard", "audit"}
 
 // Decision latencies are microseconds to milliseconds; validator, store and
 // upstream latencies up to seconds; approval waits up to minutes.
@@ -185,11 +188,19 @@ func New(o Options) *Metrics {
 		witnessFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_audit_witness_failures_total", Help: "Rounds in which a witness did not keep the audit chain's head.",
 		}, []string{"witness"}),
+		budgetTaken: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_budget_taken_total",
+			Help: "What calls took from each budget of the policy: calls for a rate, cost for a spend. What is given back for a call not let through in the end is not subtracted.",
+		}, []string{"budget"}),
+		budgetRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_budget_refusals_total",
+			Help: "Calls that did not fit a budget of the policy (denied, or held for a person), by budget.",
+		}, []string{"budget"}),
 	}
 	reg.MustRegister(m.decisions, m.decisionSeconds, m.stageSeconds, m.validatorCalls, m.validatorBudget, m.validatorSeconds,
 		m.approvalWait, m.storeOps, m.storeErrors, m.mcpCalls, m.upstreamCalls, m.upstreamErrors,
 		m.upstreamSeconds, m.upstreamRestarts, m.framesSkipped, m.reloads, m.reloadFailures, m.policyLoaded, m.authFailures,
-		m.witnessLag, m.witnessKept, m.witnessFailures)
+		m.witnessLag, m.witnessKept, m.witnessFailures, m.budgetTaken, m.budgetRefused)
 	m.stageObs = make(map[string]prometheus.Observer, len(stages))
 	for _, s := range stages {
 		m.stageObs[s] = m.stageSeconds.WithLabelValues(s)
@@ -341,6 +352,12 @@ var (
 		"How long the oldest pending approval request has waited (0 when none).", nil, nil)
 	blocksDesc = prometheus.NewDesc("portcullis_blocks_active",
 		"Agents stopped in the danger zone (read from the store at scrape time).", nil, nil)
+	budgetUsedDesc = prometheus.NewDesc("portcullis_budget_used",
+		"The highest use of each budget in its current window, over the agents, sessions or tools it counts apart (calls, or cost), read from the store at scrape time.", []string{"budget"}, nil)
+	budgetLimitDesc = prometheus.NewDesc("portcullis_budget_limit",
+		"Each budget's limit per window, as recorded with its use.", []string{"budget"}, nil)
+	budgetCountersDesc = prometheus.NewDesc("portcullis_budget_counters",
+		"How many agents, sessions or tools each budget counts in its current window.", []string{"budget"}, nil)
 	stateUpDesc = prometheus.NewDesc("portcullis_store_up",
 		"1 when the scrape could read the store, 0 when it could not.", nil, nil)
 )
@@ -349,6 +366,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pendingDesc
 	ch <- pendingAgeDesc
 	ch <- blocksDesc
+	ch <- budgetUsedDesc
+	ch <- budgetLimitDesc
+	ch <- budgetCountersDesc
 	ch <- stateUpDesc
 }
 
@@ -379,8 +399,43 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		up = 0
 	}
+	if us, err := c.state.BudgetUse(ctx, c.clock.Now()); err == nil {
+		collectBudgets(ch, us)
+	} else {
+		up = 0
+	}
 	ch <- prometheus.MustNewConstMetric(stateUpDesc, prometheus.GaugeValue, up)
 }
+
+// collectBudgets sends, per budget, its highest use in the current window,
+// its limit and how many counters it has: labels bounded to the budgets'
+// names (never an agent, session or tool).
+func collectBudgets(ch chan<- prometheus.Metric, us []portcullis.BudgetUsage) {
+	type agg struct {
+		used, limit portcullis.Amount
+		n           int
+	}
+	by := map[string]*agg{}
+	var names []string
+	for _, u := range us {
+		a := by[u.Budget]
+		if a == nil {
+			a = &agg{}
+			by[u.Budget] = a
+			names = append(names, u.Budget)
+		}
+		a.used, a.limit, a.n = max(a.used, u.Used), max(a.limit, u.Limit), a.n+1
+	}
+	for _, name := range names {
+		a := by[name]
+		ch <- prometheus.MustNewConstMetric(budgetUsedDesc, prometheus.GaugeValue, units(a.used), name)
+		ch <- prometheus.MustNewConstMetric(budgetLimitDesc, prometheus.GaugeValue, units(a.limit), name)
+		ch <- prometheus.MustNewConstMetric(budgetCountersDesc, prometheus.GaugeValue, float64(a.n), name)
+	}
+}
+
+// units is an amount as a float of whole units.
+func units(a portcullis.Amount) float64 { return float64(a) / portcullis.AmountScale }
 
 // isStoreError says whether a store error is a failure of the store
 // rather than an answer (not found, conflict, an invalid request) or the

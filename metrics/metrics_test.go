@@ -209,3 +209,35 @@ type closedState struct{ *memstore.Store }
 func (closedState) Approvals(context.Context, portcullis.ApprovalFilter) ([]portcullis.Approval, error) {
 	return nil, errors.New("connection refused")
 }
+
+// Budgets are exported by budget name only: their use at scrape time, and
+// what the store wrapper saw taken and refused.
+func TestBudgetMetrics(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New(nil)
+	m := metrics.New(metrics.Options{State: mem})
+	st := m.Store(mem)
+	now := time.Now()
+	start, end := portcullis.WindowOf(now, time.Hour)
+	c := portcullis.BudgetCharge{Budget: "email-rate", Agent: "secret-agent", Start: start, End: end, Limit: portcullis.Units(2), Cost: portcullis.Units(1)}
+	for range 3 {
+		if _, err := st.TakeBudget(ctx, []portcullis.BudgetCharge{c}, portcullis.BudgetTakeIfFits, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := scrape(t, m.Handler())
+	for _, want := range []string{
+		`portcullis_budget_used{budget="email-rate"} 2`,
+		`portcullis_budget_limit{budget="email-rate"} 2`,
+		`portcullis_budget_counters{budget="email-rate"} 1`,
+		`portcullis_budget_taken_total{budget="email-rate"} 2`,
+		`portcullis_budget_refusals_total{budget="email-rate"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the scrape has no line %q", want)
+		}
+	}
+	if strings.Contains(body, "secret-agent") {
+		t.Error("budget metrics carry an agent name; labels must be bounded to budget names")
+	}
+}

@@ -74,6 +74,30 @@ func (s *store) CreateApprovalWithin(ctx context.Context, a portcullis.Approval,
 	return timed(s, "create_approval", func() (portcullis.Admission, error) { return s.st.CreateApprovalWithin(ctx, a, lim) })
 }
 
+func (s *store) TakeBudget(ctx context.Context, charges []portcullis.BudgetCharge, mode portcullis.BudgetMode, now time.Time) (portcullis.BudgetResult, error) {
+	res, err := timed(s, "take_budget", func() (portcullis.BudgetResult, error) { return s.st.TakeBudget(ctx, charges, mode, now) })
+	if err != nil || mode == portcullis.BudgetPeek {
+		return res, err
+	}
+	if res.Taken {
+		for _, c := range charges {
+			s.m.budgetTaken.WithLabelValues(c.Budget).Add(units(c.Cost))
+		}
+	}
+	if !res.Taken && res.Over >= 0 && res.Over < len(charges) {
+		s.m.budgetRefused.WithLabelValues(charges[res.Over].Budget).Inc()
+	}
+	return res, nil
+}
+
+func (s *store) ReturnBudget(ctx context.Context, charges []portcullis.BudgetCharge) error {
+	return timed0(s, "return_budget", func() error { return s.st.ReturnBudget(ctx, charges) })
+}
+
+func (s *store) BudgetUse(ctx context.Context, now time.Time) ([]portcullis.BudgetUsage, error) {
+	return timed(s, "budget_use", func() ([]portcullis.BudgetUsage, error) { return s.st.BudgetUse(ctx, now) })
+}
+
 func (s *store) PendingCounts(ctx context.Context) ([]portcullis.PendingCount, error) {
 	return timed(s, "pending_counts", func() ([]portcullis.PendingCount, error) { return s.st.PendingCounts(ctx) })
 }

@@ -109,6 +109,7 @@ func (c *checker) run() {
 	}
 	c.pendingCaps()
 	c.upstreamRequests()
+	c.budgets()
 	if r := p.Audit.Retention; r.MaxAge < 0 {
 		c.errorf(path{"audit", "retention", "maxAge"}, at{path: "audit.retention.maxAge"}, "duration %s is not more than 0", r.MaxAge)
 	} else if r.MaxRows < 0 {
@@ -810,4 +811,115 @@ func listWords(ws []string) string {
 		return strings.Join(q, "")
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// maxBudgets bounds the budgets of a policy: each that applies to a call
+// is one counter the store locks.
+const maxBudgets = 100
+
+// budgets checks `budgets` and every element's, fills in their defaults
+// (by agent, over deny) and sets each element budget's Element.
+func (c *checker) budgets() {
+	seen := map[string]string{} // name → where it was first
+	n := 0
+	check := func(bs []portcullis.Budget, base path, elem string) {
+		for j := range bs {
+			b := &bs[j]
+			b.Element = elem
+			n++
+			p := append(append(path{}, base...), j)
+			key := func(k string) path { return append(append(path{}, p...), k) }
+			w := at{what: "budget", name: b.Name}
+			if strings.TrimSpace(b.Name) == "" {
+				w = at{path: pathString(p)}
+				c.errorf(key("name"), w.key("name"), "missing (want a unique name, e.g. email-rate)")
+			} else if msg := nameProblem(b.Name); msg != "" {
+				c.errorf(key("name"), w.key("name"), "%s", msg)
+			} else if first, dup := seen[b.Name]; dup {
+				c.errorf(key("name"), w, "duplicate name (first as %s); budget names are unique across the policy and its elements", first)
+			} else {
+				seen[b.Name] = pathString(p) + c.atLine(p)
+			}
+			if len(b.Tools) == 0 {
+				c.errorf(key("tools"), w.key("tools"), "missing (want the tools the budget counts, e.g. [send_email] or [\"payments.*\"])")
+			}
+			for t, s := range b.Tools {
+				tp := append(key("tools"), t)
+				if msg := patternProblem(s); msg != "" {
+					c.errorf(tp, w.key("tools").index(t), "%s", msg)
+					continue
+				}
+				if prev := slices.Index(b.Tools[:t], s); prev >= 0 {
+					c.warnf(tp, w.key("tools").index(t), "%s is listed twice (first as tools[%d])", quote(s), prev)
+				} else if !c.matchesSomeTool(s, true) {
+					c.warnf(tp, w.key("tools").index(t), "%s matches no tool in tools; an upstream MCP server may still offer one", quote(s))
+				}
+				if ref, ok := c.names[s]; ok && ref.alias >= 0 {
+					c.warnf(tp, w.key("tools").index(t), "%s is an alias of %s; the budget counts the tool under either name", quote(s), quote(c.pol.Tools[ref.tool].Name))
+				}
+			}
+			switch {
+			case b.Limit == 0:
+				c.errorf(key("limit"), w.key("limit"), "missing or 0 (want how many calls, or how much cost, a window holds; to forbid the tools, deny them in an element)")
+			case b.Limit < 0 || b.Limit > portcullis.MaxAmount:
+				c.errorf(key("limit"), w.key("limit"), "%s is out of range (want more than 0, at most %s)", b.Limit, portcullis.MaxAmount)
+			}
+			if b.Window <= 0 {
+				c.errorf(key("window"), w.key("window"), "missing (want minute, hour, day, week or a Go duration such as 15m)")
+			}
+			if len(b.By) == 0 {
+				b.By = []portcullis.BudgetKey{portcullis.BudgetByAgent}
+			}
+			for k, by := range b.By {
+				switch by {
+				case portcullis.BudgetByAgent, portcullis.BudgetBySession, portcullis.BudgetByTool:
+					if prev := slices.Index(b.By[:k], by); prev >= 0 {
+						c.errorf(key("by"), w.key("by"), "%s is listed twice", quote(string(by)))
+					}
+				default:
+					c.errorf(key("by"), w.key("by"), "unknown key %s (want agent, session or tool)", quote(string(by)))
+				}
+			}
+			switch {
+			case b.Cost.Arg != "" && b.Cost.Fixed != 0:
+				c.errorf(key("cost"), w.key("cost"), "has both arg and fixed (want one: the argument that holds the cost, or a fixed cost per call)")
+			case b.Cost.Fixed < 0 || b.Cost.Fixed > portcullis.MaxAmount:
+				c.errorf(key("cost"), w.key("cost.fixed"), "%s is out of range (want more than 0)", b.Cost.Fixed)
+			case b.Cost.Fixed > b.Limit && b.Limit > 0:
+				c.warnf(key("cost"), w.key("cost.fixed"), "%s is more than the limit %s: no call ever fits", b.Cost.Fixed, b.Limit)
+			}
+			switch b.Over {
+			case "":
+				b.Over = portcullis.BudgetDeny
+			case portcullis.BudgetDeny, portcullis.BudgetConfirm:
+			default:
+				c.errorf(key("over"), w.key("over"), "unknown action %s (want confirm or deny)", quote(string(b.Over)))
+			}
+		}
+	}
+	check(c.pol.Budgets, path{"budgets"}, "")
+	for i := range c.pol.Elements {
+		e := &c.pol.Elements[i]
+		check(e.Budgets, path{"elements", i, "budgets"}, e.Name)
+	}
+	if n > maxBudgets {
+		c.errorf(path{"budgets"}, at{path: "budgets"}, "%d budgets; at most %d", n, maxBudgets)
+	}
+}
+
+// pathString writes a path as budgets[2] or elements[0].budgets[1].
+func pathString(p path) string {
+	var b strings.Builder
+	for _, s := range p {
+		switch s := s.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s)
+		case int:
+			b.WriteString("[" + strconv.Itoa(s) + "]")
+		}
+	}
+	return b.String()
 }

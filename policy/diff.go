@@ -32,6 +32,8 @@ const (
 	// SectionUpstreamRequests is the upstreamRequests block.
 	SectionUpstreamRequests = "upstreamRequests"
 	SectionAudit            = "audit" // the audit block
+	// SectionBudget is an entry of budgets or of an element's budgets.
+	SectionBudget = "budget"
 )
 
 // Change is one semantic difference between two policies: a thing (a
@@ -114,6 +116,7 @@ func Diff(before, after *portcullis.Policy) []Change {
 	d.shell(before.Shell.Rules, after.Shell.Rules)
 	d.validator(before.Validator, after.Validator)
 	d.migrations(before.Migrations, after.Migrations)
+	d.budgets(before.AllBudgets(), after.AllBudgets())
 	d.section(SectionApprovals, "")
 	d.field("wait", duration(before.Approvals.Wait), duration(after.Approvals.Wait))
 	d.field("outOfBand", strconv.FormatBool(before.Approvals.OutOfBand), strconv.FormatBool(after.Approvals.OutOfBand))
@@ -491,6 +494,63 @@ func (d *differ) migrations(before, after []portcullis.Migration) {
 			d.list("paths", a.Paths, b.Paths)
 		}
 	}
+}
+
+// budgets compares the budgets of the policy and its elements, matched
+// by name (unique across both).
+func (d *differ) budgets(before, after []*portcullis.Budget) {
+	byName := func(bs []*portcullis.Budget) map[string]*portcullis.Budget {
+		m := make(map[string]*portcullis.Budget, len(bs))
+		for _, b := range bs {
+			m[b.Name] = b
+		}
+		return m
+	}
+	o, n := byName(before), byName(after)
+	for _, name := range unionKeys(o, n) {
+		d.section(SectionBudget, name)
+		a, b := o[name], n[name]
+		switch {
+		case a == nil:
+			d.whole(Added, budgetSummary(b))
+		case b == nil:
+			d.whole(Removed, budgetSummary(a))
+		default:
+			d.list("tools", a.Tools, b.Tools)
+			d.field("limit", a.Limit.String(), b.Limit.String())
+			d.field("window", portcullis.WindowName(a.Window), portcullis.WindowName(b.Window))
+			d.field("by", budgetBy(a), budgetBy(b))
+			d.field("cost", budgetCost(a), budgetCost(b))
+			d.field("over", string(a.Over), string(b.Over))
+			d.field("element", a.Element, b.Element)
+		}
+	}
+}
+
+func budgetSummary(b *portcullis.Budget) string {
+	s := listString(b.Tools) + ": " + b.Describe() + ", over " + string(b.Over)
+	if b.Element != "" {
+		s += ", while element " + quote(b.Element) + " is active"
+	}
+	return s
+}
+
+func budgetBy(b *portcullis.Budget) string {
+	by := make([]string, len(b.By))
+	for i, k := range b.By {
+		by[i] = string(k)
+	}
+	return listString(by)
+}
+
+func budgetCost(b *portcullis.Budget) string {
+	switch {
+	case b.Cost.Arg != "":
+		return "arg " + b.Cost.Arg
+	case b.Cost.Fixed != 0:
+		return "fixed " + b.Cost.Fixed.String()
+	}
+	return "1 per call"
 }
 
 func unionKeys[V any](a, b map[string]V) []string {

@@ -23,6 +23,8 @@ var Keys = map[string][]string{
 	"approvals":        approvalsKeys,
 	"audit":            auditKeys,
 	"retention":        retentionKeys,
+	"budget":           budgetKeys,
+	"budget cost":      budgetCostKeys,
 	"test file":        testFileKeys,
 	"case":             caseKeys,
 	"want":             wantKeys,

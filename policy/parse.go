@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,9 +15,11 @@ import (
 
 // The keys of each mapping of the policy file, in the order docs/POLICY.md lists them.
 var (
-	topKeys             = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit", "upstreamRequests"}
+	topKeys             = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit", "upstreamRequests", "budgets"}
 	toolKeys            = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "outsideWorkdir", "redact", "mode"}
-	elementKeys         = []string{"name", "type", "active", "gatekeeper", "autonomy"}
+	elementKeys         = []string{"name", "type", "active", "gatekeeper", "autonomy", "budgets"}
+	budgetKeys          = []string{"name", "tools", "limit", "window", "by", "cost", "over"}
+	budgetCostKeys      = []string{"arg", "fixed"}
 	gatekeeperKeys      = []string{"allow", "confirm", "deny", "scope"}
 	scopeKeys           = []string{"allowedTypes", "blockedTypes"}
 	autonomyKeys        = []string{"riskTolerance", "maxAutonomousSteps", "requiresApproval", "autoApprove"}
@@ -381,6 +384,8 @@ func (p *parser) policy(root *yaml.Node) *portcullis.Policy {
 					pol.Approvals.MaxPendingPerSession = p.pendingCap(v, w.key(key))
 				}
 			})
+		case "budgets":
+			pol.Budgets = p.budgets(v, w)
 		case "upstreamRequests":
 			p.mapping(v, w, upstreamReqKeys, func(key string, _, v *yaml.Node) {
 				s, _ := p.str(v, w.key(key))
@@ -546,6 +551,8 @@ func (p *parser) elements(n *yaml.Node) []portcullis.Element {
 				e.Gatekeeper = p.gatekeeper(v, w.key(key))
 			case "autonomy":
 				e.Autonomy = p.autonomy(v, w.key(key))
+			case "budgets":
+				e.Budgets = p.budgets(v, w.key(key))
 			}
 		})
 		els = append(els, e)
@@ -799,4 +806,91 @@ func cleanPath(s string) string {
 		return s
 	}
 	return filepath.Clean(s)
+}
+
+// budgets reads a list of budgets (the policy's, or an element's).
+func (p *parser) budgets(n *yaml.Node, w at) []portcullis.Budget {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, w, "got %s, want a list of budgets (- name: ..., tools: [...], limit: 20, window: hour)", kindName(n))
+		return nil
+	}
+	bs := make([]portcullis.Budget, 0, len(n.Content))
+	for i, item := range n.Content {
+		item = p.resolve(item)
+		b := portcullis.Budget{Line: item.Line}
+		w := w.index(i)
+		if item.Kind != yaml.MappingNode {
+			p.errorf(item, w, "got %s, want a mapping with name, tools, limit and window", kindName(item))
+			bs = append(bs, b)
+			continue
+		}
+		if name := nameOf(item); name != "" {
+			w = at{what: "budget", name: name}
+		}
+		p.mapping(item, w, budgetKeys, func(key string, _, v *yaml.Node) {
+			w := w.key(key)
+			switch key {
+			case "name":
+				b.Name, _ = p.str(v, w)
+			case "tools":
+				b.Tools = p.strList(v, w)
+			case "limit":
+				b.Limit = p.amount(v, w)
+			case "window":
+				if s, ok := p.str(v, w); ok && s != "" {
+					d, err := portcullis.ParseWindow(s)
+					if err != nil {
+						p.errorf(v, w, "%v", err)
+					} else {
+						b.Window = d
+					}
+				}
+			case "by":
+				var by []string
+				if v.Kind == yaml.ScalarNode && !isNull(v) {
+					s, _ := p.str(v, w)
+					by = []string{s}
+				} else {
+					by = p.strList(v, w)
+				}
+				for _, k := range by {
+					b.By = append(b.By, portcullis.BudgetKey(k))
+				}
+			case "cost":
+				p.mapping(v, w, budgetCostKeys, func(key string, _, v *yaml.Node) {
+					switch key {
+					case "arg":
+						b.Cost.Arg = p.argName(v, w.key(key), "cost")
+					case "fixed":
+						b.Cost.Fixed = p.amount(v, w.key(key))
+					}
+				})
+			case "over":
+				s, _ := p.str(v, w)
+				b.Over = portcullis.BudgetAction(s)
+			}
+		})
+		bs = append(bs, b)
+	}
+	return bs
+}
+
+// amount reads a number of 0 or more with at most six decimal places.
+func (p *parser) amount(n *yaml.Node, w at) portcullis.Amount {
+	n = p.resolve(n)
+	if n.Kind == yaml.ScalarNode && (n.ShortTag() == "!!int" || n.ShortTag() == "!!float") {
+		a, err := portcullis.ParseAmount(json.Number(strings.ReplaceAll(n.Value, "_", "")))
+		if err != nil {
+			p.errorf(n, w, "%s: %v", quote(n.Value), err)
+			return 0
+		}
+		return a
+	}
+	if !isNull(n) {
+		p.errorf(n, w, "got %s, want a number", kindName(n))
+	}
+	return 0
 }

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/portcullis/portcullis"
 	"gopkg.in/yaml.v3"
@@ -23,6 +25,35 @@ type TestFile struct {
 	Policy   *portcullis.Policy
 	Warnings []Warning // the policy's warnings
 	Cases    []TestCase
+	// Clock is the clock of the file's gates: RunTests sets it to each
+	// case's At (when given) before deciding it. Until a case sets it,
+	// it tells the system time.
+	Clock *CaseClock
+}
+
+// CaseClock is the clock a test file's cases run on: what a case's `at`
+// set last, or the system time before any did. It is safe for concurrent
+// use.
+type CaseClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the time the last case set, or the system time.
+func (c *CaseClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now.IsZero() {
+		return time.Now()
+	}
+	return c.now
+}
+
+// Set makes the clock tell t.
+func (c *CaseClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
 }
 
 // TestCase is one case of a test file.
@@ -37,7 +68,11 @@ type TestCase struct {
 	// runs without a validator, so a call in the validator's scope is denied
 	// fail-closed.
 	Validator string
-	Want      Expectation
+	// At is `at`: the time the case is decided at (the file's clock is
+	// set to it); zero leaves the clock where the case before left it.
+	// Budgets count across the cases of a file, in order.
+	At   time.Time
+	Want Expectation
 }
 
 // The stand-in validator verdicts a test case may name.
@@ -61,6 +96,10 @@ type Expectation struct {
 	ReasonContains      *string // the decision's reason contains this text
 	Tool                *string
 	Risk                *portcullis.Risk
+	// Budget is the name of the budget the call did not fit ("" for none).
+	Budget *string
+	// ReopensAt is when that budget's window reopens.
+	ReopensAt *time.Time
 }
 
 // CaseResult is the result of running one case.
@@ -77,8 +116,8 @@ func (r *CaseResult) Passed() bool { return r.Err == nil && len(r.Diffs) == 0 }
 // The keys of a test file's mappings.
 var (
 	testFileKeys = []string{"policy", "cases"}
-	caseKeys     = []string{"name", "request", "validator", "want"}
-	wantKeys     = []string{"outcome", "permissionLevel", "code", "source", "sourceElement", "matchedPolicy", "conflictingElements", "failClosed", "reasonContains", "tool", "risk"}
+	caseKeys     = []string{"name", "at", "request", "validator", "want"}
+	wantKeys     = []string{"outcome", "permissionLevel", "code", "source", "sourceElement", "matchedPolicy", "conflictingElements", "failClosed", "reasonContains", "tool", "risk", "budget", "reopensAt"}
 	conflictKeys = []string{"name", "wantedLevel"}
 )
 
@@ -131,7 +170,7 @@ func ParseTests(name string, data []byte) (*TestFile, error) {
 			casesNode = v
 		}
 	})
-	tf := &TestFile{Path: name}
+	tf := &TestFile{Path: name, Clock: &CaseClock{}}
 	if polNode == nil {
 		p.errorf(root, at{path: "policy"}, "missing (want the path of a policy file, or a policy mapping)")
 	} else {
@@ -232,6 +271,8 @@ func (p *parser) cases(n *yaml.Node, pol *portcullis.Policy) []TestCase {
 				tc.Name, _ = p.str(v, w.key(key))
 			case "request":
 				req = v
+			case "at":
+				tc.At = p.timestamp(v, w.key(key))
 			case "validator":
 				if s, ok := p.str(v, w.key(key)); ok {
 					switch s {
@@ -515,6 +556,14 @@ func (p *parser) want(n *yaml.Node, w at) Expectation {
 			if s, ok := p.str(v, w); ok {
 				e.Tool = &s
 			}
+		case "budget":
+			if s, ok := p.str(v, w); ok {
+				e.Budget = &s
+			}
+		case "reopensAt":
+			if t := p.timestamp(v, w); !t.IsZero() {
+				e.ReopensAt = &t
+			}
 		case "risk":
 			if s, ok := p.str(v, w); ok {
 				if _, err := portcullis.ParseRisk(s); err != nil && s != "" {
@@ -530,6 +579,18 @@ func (p *parser) want(n *yaml.Node, w at) Expectation {
 		p.errorf(n, w, "empty (want at least one of %s)", strings.Join(wantKeys, ", "))
 	}
 	return e
+}
+
+// timestamp reads an RFC 3339 time, such as 2026-11-28T12:00:00Z.
+func (p *parser) timestamp(n *yaml.Node, w at) time.Time {
+	n = p.resolve(n)
+	if n.Kind == yaml.ScalarNode && !isNull(n) {
+		if t, err := time.Parse(time.RFC3339Nano, n.Value); err == nil {
+			return t.UTC()
+		}
+	}
+	p.errorf(n, w, "got %s, want a time such as 2026-11-28T12:00:00Z", clip(n.Value))
+	return time.Time{}
 }
 
 // conflicts reads want.conflictingElements: a list of {name, wantedLevel};
@@ -590,6 +651,9 @@ func RunTestsWith(ctx context.Context, tf *TestFile, decider func(TestCase) port
 	results := make([]CaseResult, 0, len(tf.Cases))
 	for _, tc := range tf.Cases {
 		r := CaseResult{Case: tc}
+		if !tc.At.IsZero() && tf.Clock != nil {
+			tf.Clock.Set(tc.At)
+		}
 		if err := ctx.Err(); err != nil {
 			r.Err = err
 		} else {
@@ -644,6 +708,20 @@ func (e *Expectation) Diff(d portcullis.Decision) []string {
 	}
 	if e.FailClosed != nil {
 		add("failClosed", strconv.FormatBool(d.FailClosed), strconv.FormatBool(*e.FailClosed))
+	}
+	if e.Budget != nil {
+		got := ""
+		if d.Budget != nil {
+			got = d.Budget.Name
+		}
+		add("budget", strconv.Quote(got), strconv.Quote(*e.Budget))
+	}
+	if e.ReopensAt != nil {
+		got := ""
+		if d.Budget != nil {
+			got = d.Budget.ReopensAt.UTC().Format(time.RFC3339)
+		}
+		add("reopensAt", got, e.ReopensAt.Format(time.RFC3339))
 	}
 	if e.ReasonContains != nil && !strings.Contains(d.Reason, *e.ReasonContains) {
 		diffs = append(diffs, fmt.Sprintf("reason: got %q, want it to contain %q", d.Reason, *e.ReasonContains))

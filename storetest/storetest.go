@@ -76,6 +76,8 @@ func Run(t *testing.T, open Opener) {
 		{"AuditConcurrentAppends", testAuditConcurrent},
 		{"AuditQuery", testAuditQuery},
 		{"AuditPrune", testAuditPrune},
+		{"Budgets", testBudgets},
+		{"BudgetConcurrency", testBudgetConcurrency},
 		{"Watch", testWatch},
 		{"CanceledContext", testCanceled},
 	}
@@ -1063,5 +1065,131 @@ func testRewrittenAfterAnchor(t *testing.T, open EditableOpener) {
 	}
 	if v.OK() || v.BadSeq != 4 {
 		t.Fatalf("VerifyAuditAnchors(head beyond the end) = %+v; want row 4 missing", v)
+	}
+}
+
+// charge is a charge of budget b in the hour that holds now.
+func charge(clock *Clock, b, agent string, limit, cost int64) portcullis.BudgetCharge {
+	start, end := portcullis.WindowOf(clock.Now(), time.Hour)
+	return portcullis.BudgetCharge{Budget: b, Agent: agent, Start: start, End: end, Limit: portcullis.Units(limit), Cost: portcullis.Units(cost)}
+}
+
+func take(t *testing.T, s portcullis.Store, clock *Clock, mode portcullis.BudgetMode, cs ...portcullis.BudgetCharge) portcullis.BudgetResult {
+	t.Helper()
+	res, err := s.TakeBudget(context.Background(), cs, mode, clock.Now())
+	if err != nil {
+		t.Fatalf("TakeBudget: %v", err)
+	}
+	return res
+}
+
+func budgetUse(t *testing.T, s portcullis.Store, clock *Clock) string {
+	t.Helper()
+	us := r(s.BudgetUse(context.Background(), clock.Now())).must(t)
+	parts := make([]string, len(us))
+	for i, u := range us {
+		parts[i] = fmt.Sprintf("%s/%s/%s/%s=%s of %s until %s", u.Budget, u.Agent, u.Session, u.Tool, u.Used, u.Limit, u.End.Format("15:04"))
+	}
+	return strings.Join(parts, " ")
+}
+
+func testBudgets(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s, clock := newStore(t, open)
+	a := charge(clock, "mail", "bot", 3, 2)
+	if res := take(t, s, clock, portcullis.BudgetTakeIfFits, a); !res.Taken || res.Over != -1 || res.Used[0] != 0 {
+		t.Fatalf("first take = %+v; want taken from 0", res)
+	}
+	// A peek reports and records nothing.
+	if res := take(t, s, clock, portcullis.BudgetPeek, a); res.Taken || res.Over != 0 || res.Used[0] != portcullis.Units(2) {
+		t.Errorf("peek past the limit = %+v; want not taken, over at 0, 2 used", res)
+	}
+	// All or none: the second charge does not fit, so the first (which
+	// would) is not recorded either.
+	other := charge(clock, "pay", "bot", 100, 10)
+	if res := take(t, s, clock, portcullis.BudgetTakeIfFits, other, a); res.Taken || res.Over != 1 {
+		t.Errorf("take with one charge over = %+v; want not taken, over at 1", res)
+	}
+	if got, want := budgetUse(t, s, clock), "mail/bot//=2 of 3 until 13:00"; got != want {
+		t.Errorf("BudgetUse after a refused take = %q; want %q", got, want)
+	}
+	// Another agent has its own counter.
+	if res := take(t, s, clock, portcullis.BudgetTakeIfFits, charge(clock, "mail", "other", 3, 3)); !res.Taken {
+		t.Errorf("another agent's take = %+v; want taken", res)
+	}
+	// Force takes past the limit (a person let the call through).
+	if res := take(t, s, clock, portcullis.BudgetTakeForce, a); !res.Taken || res.Over != 0 {
+		t.Errorf("forced take = %+v; want taken, over at 0", res)
+	}
+	if got, want := budgetUse(t, s, clock), "mail/bot//=4 of 3 until 13:00 mail/other//=3 of 3 until 13:00"; got != want {
+		t.Errorf("BudgetUse = %q; want %q", got, want)
+	}
+	// Giving back never goes below 0.
+	noErr(t, s.ReturnBudget(ctx, []portcullis.BudgetCharge{a, a, a}))
+	if got, want := budgetUse(t, s, clock), "mail/other//=3 of 3 until 13:00 mail/bot//=0 of 3 until 13:00"; got != want {
+		t.Errorf("BudgetUse after giving back = %q; want %q", got, want)
+	}
+	// Fractions add up exactly.
+	f := charge(clock, "spend", "bot", 1, 0)
+	f.Cost = portcullis.Amount(100_000) // 0.1
+	for i := range 10 {
+		if res := take(t, s, clock, portcullis.BudgetTakeIfFits, f); !res.Taken {
+			t.Fatalf("take %d of 0.1 under 1 = %+v; want taken", i+1, res)
+		}
+	}
+	if res := take(t, s, clock, portcullis.BudgetTakeIfFits, f); res.Taken || res.Used[0] != portcullis.Units(1) {
+		t.Errorf("the eleventh 0.1 under 1 = %+v; want refused with 1 used", res)
+	}
+	// The next window starts from 0, and the ended one is not listed.
+	clock.Advance(time.Hour)
+	if got := budgetUse(t, s, clock); got != "" {
+		t.Errorf("BudgetUse in the next window = %q; want none", got)
+	}
+	next := charge(clock, "mail", "bot", 3, 3)
+	if res := take(t, s, clock, portcullis.BudgetTakeIfFits, next); !res.Taken || res.Used[0] != 0 {
+		t.Errorf("take in the next window = %+v; want taken from 0", res)
+	}
+	// What a store refuses.
+	for _, bad := range []portcullis.BudgetCharge{
+		{Budget: "", Start: next.Start, End: next.End, Limit: 1, Cost: 1},
+		{Budget: "x", Start: next.Start, End: next.End, Limit: 1, Cost: -1},
+		{Budget: "x", Start: next.End, End: next.Start, Limit: 1, Cost: 1},
+	} {
+		_, err := s.TakeBudget(ctx, []portcullis.BudgetCharge{bad}, portcullis.BudgetTakeIfFits, clock.Now())
+		wantCode(t, fmt.Sprintf("TakeBudget(%+v)", bad), err, portcullis.CodeInvalidRequest)
+	}
+}
+
+func testBudgetConcurrency(t *testing.T, open Opener) {
+	s, clock := newStore(t, open)
+	const limit, callers = 7, 40
+	var taken atomic.Int32
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each call charges two budgets, in different orders, so a
+			// store that locks in call order would deadlock.
+			cs := []portcullis.BudgetCharge{charge(clock, "calls", "bot", limit, 1), charge(clock, "spend", "bot", 1000, 5)}
+			if taken.Load()%2 == 1 {
+				cs[0], cs[1] = cs[1], cs[0]
+			}
+			res, err := s.TakeBudget(context.Background(), cs, portcullis.BudgetTakeIfFits, clock.Now())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Taken {
+				taken.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := taken.Load(); got != limit {
+		t.Errorf("%d concurrent takes of a budget of %d: %d taken; want exactly %d", callers, limit, got, limit)
+	}
+	if got, want := budgetUse(t, s, clock), fmt.Sprintf("calls/bot//=%d of %d until 13:00 spend/bot//=%d of 1000 until 13:00", limit, limit, 5*limit); got != want {
+		t.Errorf("BudgetUse = %q; want %q", got, want)
 	}
 }

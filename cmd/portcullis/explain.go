@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/portcullis/portcullis"
 )
@@ -83,6 +84,9 @@ func writeExplanation(w io.Writer, call portcullis.Call, d portcullis.Decision) 
 	}
 	for _, c := range d.ConflictingElements {
 		row("overridden:", fmt.Sprintf("%q wanted %s", c.Name, c.WantedLevel))
+	}
+	if bs := d.Budget; bs != nil {
+		row("budget:", fmt.Sprintf("%q allows %s: %s used, this call %s; reopens %s", bs.Name, bs.Allows, bs.Used, bs.Cost, bs.ReopensAt.UTC().Format(time.RFC3339)))
 	}
 	row("to authorize:", d.WhatWouldAuthorize)
 	row("challenge:", d.ChallengeID)

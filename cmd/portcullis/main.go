@@ -93,6 +93,7 @@ Usage:
   portcullis bench --token-file FILE [--via api|mcp|both] [--sessions N] [--duration D] [--json]
                                              load a running gateway with agent sessions; throughput, latency, audit completeness
   portcullis tools [accept UPSTREAM TOOL]    pinned MCP tool definitions; accept a changed one (shows the diff)
+  portcullis budgets [--json] [BUDGET]       the use of the policy's budgets in their current windows, and when each reopens
   portcullis hook HOST [--policy FILE]      a host's tool hook (claude-code, codex, gemini): the event on stdin, the answer on stdout
   portcullis hook install claude-code [--project|--user] --policy FILE
                                              add the hook to Claude Code's settings (merged, with a backup)

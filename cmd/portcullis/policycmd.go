@@ -8,6 +8,7 @@ import (
 	"github.com/portcullis/portcullis"
 
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
 )
 
@@ -95,7 +96,7 @@ func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 			loadFailed = true
 			continue
 		}
-		gates, err := caseGates(tf.Policy)
+		gates, err := caseGates(tf)
 		if err != nil {
 			fmt.Fprintf(stderr, "portcullis: %s: %v\n", path, err)
 			loadFailed = true
@@ -120,8 +121,12 @@ func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // caseGates builds one gate per stand-in validator verdict a test case may
 // name: "" (no validator: calls in its scope fail closed), allow, deny and
-// unavailable. Policy tests never call a real model.
-func caseGates(pol *portcullis.Policy) (map[string]portcullis.Decider, error) {
+// unavailable. Policy tests never call a real model. The gates run on the
+// file's clock (each case's `at`) and count budgets in one store shared by
+// the file's cases, in order; they keep no other state.
+func caseGates(tf *policy.TestFile) (map[string]portcullis.Decider, error) {
+	pol := tf.Policy
+	budgets := memstore.New(tf.Clock)
 	gates := map[string]portcullis.Decider{}
 	for verdict, v := range map[string]portcullis.Validator{
 		"":                          nil,
@@ -129,7 +134,7 @@ func caseGates(pol *portcullis.Policy) (map[string]portcullis.Decider, error) {
 		policy.ValidatorDeny:        standIn{portcullis.Verdict{Confidence: 1, Reasoning: "stand-in verdict of the test file: deny", WhatWouldAuthorize: "what the validator would ask for"}},
 		policy.ValidatorUnavailable: standIn{portcullis.Verdict{FailClosed: true, Reasoning: "stand-in verdict of the test file: the validator is unavailable"}},
 	} {
-		opts := []gate.Option{gate.WithRequestOverrides()}
+		opts := []gate.Option{gate.WithRequestOverrides(), gate.WithClock(tf.Clock), gate.WithBudgetStore(budgets)}
 		if v != nil {
 			opts = append(opts, gate.WithValidator(v))
 		}

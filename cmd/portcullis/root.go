@@ -83,6 +83,7 @@ func newRootCmd() *cobra.Command {
 		legacyCmd("witness", "a reference audit witness", noStdin(runWitness)),
 		legacyCmd("bench", "load a running gateway with agent sessions", noStdin(runBench)),
 		legacyCmd("tools", "pinned MCP tool definitions", noStdin(runTools)),
+		legacyCmd("budgets", "the use of the policy's budgets in their current windows", noStdin(runBudgets)),
 		legacyCmd("hook", "a host's tool hook", runHook),
 		legacyCmd("exec", "decide a shell command, then run it", runExec),
 		legacyCmd("version", "the version, commit and build date", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {

@@ -43,7 +43,7 @@ func TestPagesNeedLogin(t *testing.T) {
 	// A navigation carries no credential: it gets the page's frame, which
 	// holds nothing of the page (its script fetches it with the credential,
 	// or opens the login).
-	for _, p := range []string{"/", "/approvals", "/approvals/decided", "/approvals/" + id, "/blocks", "/grants", "/audit", "/audit/1", "/tools", "/policy"} {
+	for _, p := range []string{"/", "/approvals", "/approvals/decided", "/approvals/" + id, "/blocks", "/grants", "/audit", "/audit/1", "/tools", "/budgets", "/policy"} {
 		resp, body := c.get(p)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `id="shell"`) {
 			t.Errorf("GET %s without a session = %d; want 200 with the page's frame\n%s", p, resp.StatusCode, body)

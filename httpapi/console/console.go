@@ -62,6 +62,7 @@ type Store interface {
 	Blocks(ctx context.Context) ([]portcullis.Block, error)
 	Grants(ctx context.Context, session string, now time.Time) ([]portcullis.Grant, error)
 	ToolPins(ctx context.Context) ([]portcullis.ToolPin, error)
+	BudgetUse(ctx context.Context, now time.Time) ([]portcullis.BudgetUsage, error)
 	QueryAudit(ctx context.Context, q portcullis.AuditQuery) ([]portcullis.AuditRecord, error)
 	AppendAudit(ctx context.Context, evs ...portcullis.AuditEvent) ([]portcullis.AuditRecord, error)
 	Watch(ctx context.Context) (<-chan portcullis.Change, error)
@@ -264,6 +265,8 @@ func (c *Console) routes() {
 
 	m.HandleFunc("GET /tools", c.page(c.toolsPage))
 	m.HandleFunc("POST /tools/accept", c.action(c.acceptTool))
+
+	m.HandleFunc("GET /budgets", c.page(c.budgetsPage))
 
 	m.HandleFunc("GET /policy", c.page(c.policyPage))
 

@@ -504,6 +504,34 @@ func (c *Console) grantsPage(w http.ResponseWriter, r *http.Request, s *session)
 	c.render(w, r, s, http.StatusOK, pageInfo{name: "grants", title: "Grants", live: "grant"}, grantsView{Items: gs})
 }
 
+// budgetItem is a budget counter as the budgets page shows it.
+type budgetItem struct {
+	portcullis.BudgetUsage
+	// Left is what the window still holds (0 past the limit); Full marks
+	// a counter at or past its limit.
+	Left portcullis.Amount
+	Full bool
+}
+
+type budgetsView struct {
+	Items []budgetItem
+}
+
+// budgetsPage shows each budget counter's use in its current window,
+// read from the store (every replica's calls count in it).
+func (c *Console) budgetsPage(w http.ResponseWriter, r *http.Request, s *session) {
+	us, err := c.store.BudgetUse(r.Context(), c.clock.Now())
+	if err != nil {
+		c.fail(w, r, "Listing budget use", err)
+		return
+	}
+	v := budgetsView{Items: make([]budgetItem, len(us))}
+	for i, u := range us {
+		v.Items[i] = budgetItem{BudgetUsage: u, Left: max(u.Limit-u.Used, 0), Full: u.Used >= u.Limit}
+	}
+	c.render(w, r, s, http.StatusOK, pageInfo{name: "budgets", title: "Budgets"}, v)
+}
+
 // auditItem is an audit row as the log page shows it.
 type auditItem struct {
 	Seq     int64

@@ -362,7 +362,7 @@ func TestEveryPageRenders(t *testing.T) {
 	_, err := e.g.BlockAgent(context.Background(), "deploy-bot", "stop", "")
 	must(t, err)
 	for _, p := range []string{"/", "/approvals", "/approvals/" + id, "/approvals/decided", "/approvals/decided?status=approved",
-		"/blocks", "/grants", "/grants?session=s1", "/audit", "/audit/1", "/tools", "/policy", "/static/console.css", "/static/favicon.svg"} {
+		"/blocks", "/grants", "/grants?session=s1", "/audit", "/audit/1", "/tools", "/budgets", "/policy", "/static/console.css", "/static/favicon.svg"} {
 		resp, body := c.get(p)
 		if p == "/" {
 			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/approvals" {
@@ -462,5 +462,27 @@ func TestPendingPageGroupsByAgent(t *testing.T) {
 	}
 	if none := c.page("/approvals?agent=nobody"); !strings.Contains(none, `id="no-pending"`) || !strings.Contains(none, "Nothing from agent nobody") {
 		t.Errorf("an agent with nothing waiting does not say so")
+	}
+}
+
+// The budgets page shows each counter's use from the store, its limit,
+// what is left and when the window reopens; agent text is escaped.
+func TestBudgetsPage(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.login("")
+	if body := c.page("/budgets"); !strings.Contains(body, `id="no-budgets"`) {
+		t.Errorf("budgets page with no use: want the empty note\n%s", body)
+	}
+	start, end := portcullis.WindowOf(e.clock.Now(), time.Hour)
+	_, err := e.st.TakeBudget(context.Background(), []portcullis.BudgetCharge{
+		{Budget: "payments", Agent: "<b>buyer</b>", Start: start, End: end, Limit: portcullis.Units(500), Cost: portcullis.Amount(480_500_000)},
+	}, portcullis.BudgetTakeIfFits, e.clock.Now())
+	must(t, err)
+	body := c.page("/budgets")
+	for _, want := range []string{`id="budget-list"`, "payments", "&lt;b&gt;buyer&lt;/b&gt;", "<td>480.5</td>", "<td>500</td>", "<td>19.5</td>", `aria-current="page">Budgets`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("budgets page: want %q\n%s", want, body)
+		}
 	}
 }
