@@ -35,9 +35,7 @@ func readmeBlocks(t *testing.T, heading string) []string {
 	}
 	var cmds []string
 	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(s, -1) {
-		for _, l := range strings.Split(strings.TrimSpace(m[1]), "\n") {
-			cmds = append(cmds, l)
-		}
+		cmds = append(cmds, strings.Split(strings.TrimSpace(m[1]), "\n")...)
 	}
 	return cmds
 }
