@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,26 +15,8 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/policy"
+	"github.com/spf13/pflag"
 )
-
-func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError("audit needs a subcommand: tail, query, verify, export or prune")
-	}
-	switch args[0] {
-	case "tail":
-		return runAuditTail(ctx, args[1:], stdout, stderr)
-	case "query":
-		return runAuditQuery(ctx, args[1:], stdout, stderr, false)
-	case "export":
-		return runAuditQuery(ctx, args[1:], stdout, stderr, true)
-	case "verify":
-		return runAuditVerify(ctx, args[1:], stdout, stderr)
-	case "prune":
-		return runAuditPrune(ctx, args[1:], stdout, stderr)
-	}
-	return usageError("unknown audit subcommand %q (want tail, query, verify, export or prune)", args[0])
-}
 
 // auditFilters are the query flags shared by query and export.
 type auditFilters struct {
@@ -45,7 +26,7 @@ type auditFilters struct {
 	newest                              bool
 }
 
-func (f *auditFilters) register(fs *flag.FlagSet) {
+func (f *auditFilters) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.session, "session", "", "only this session")
 	fs.StringVar(&f.agent, "agent", "", "only this agent")
 	fs.StringVar(&f.tool, "tool", "", "only this tool")
@@ -100,29 +81,18 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
-func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer, export bool) error {
+func runAuditQuery(ctx context.Context, o *auditQueryOptions, pos []string, stdout, stderr io.Writer, export bool) error {
 	name := "audit query"
-	help := "audit query [--session S] [--agent A] [--tool T] [--outcome O] [--kind K] [--since T] [--until T] [--limit N] [--newest] [--json]"
 	if export {
-		name, help = "audit export", "audit export --format jsonl [filters as for audit query]"
+		name = "audit export"
 	}
-	fs := newFlagSet(name, stderr, help)
-	var sf stateFlags
-	sf.register(fs)
-	var f auditFilters
-	f.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
-	format := fs.String("format", "jsonl", "export format (jsonl)")
-	fs.IntVar(&f.limit, "limit", 0, "at most this many rows (query default 100; export default all)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+	sf, f := &o.state, &o.filters
+	var err error
 	if len(pos) > 0 {
 		return usageError("%s: unexpected argument %q", name, pos[0])
 	}
-	if export && *format != "jsonl" {
-		return usageError("--format %q: only jsonl is supported", *format)
+	if export && o.format != "jsonl" {
+		return usageError("--format %q: only jsonl is supported", o.format)
 	}
 	q, err := f.query(time.Now())
 	if err != nil {
@@ -141,7 +111,7 @@ func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer,
 		if err != nil {
 			return err
 		}
-		return printRecords(stdout, recs, *asJSON)
+		return printRecords(stdout, recs, o.json)
 	}
 	// Export pages through everything that matches.
 	enc := json.NewEncoder(stdout)
@@ -281,30 +251,20 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-func runAuditTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit tail", stderr, "audit tail [-n 20] [-f] [--json]")
-	var sf stateFlags
-	sf.register(fs)
-	n := fs.Int("n", 20, "how many of the newest rows to show")
-	follow := fs.Bool("f", false, "keep printing new rows as they are written (until interrupted)")
-	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
-	every := fs.Duration("interval", 500*time.Millisecond, "how often -f looks for new rows")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runAuditTail(ctx context.Context, o *auditTailOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
 	if len(pos) > 0 {
 		return usageError("audit tail: unexpected argument %q", pos[0])
 	}
-	if *n < 0 || *every <= 0 {
-		return usageError("audit tail: -n must be 0 or more and -interval more than 0")
+	if o.lines < 0 || o.interval <= 0 {
+		return usageError("audit tail: --lines (-n) must be 0 or more and --interval more than 0")
 	}
 	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Newest: true, Limit: max(*n, 1)})
+	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Newest: true, Limit: max(o.lines, 1)})
 	if err != nil {
 		return err
 	}
@@ -315,16 +275,16 @@ func runAuditTail(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
 		recs[i], recs[j] = recs[j], recs[i]
 	}
-	if *n == 0 {
+	if o.lines == 0 {
 		recs = nil
 	}
-	if err := printRecords(stdout, recs, *asJSON); err != nil {
+	if err := printRecords(stdout, recs, o.json); err != nil {
 		return err
 	}
-	if !*follow {
+	if !o.follow {
 		return nil
 	}
-	tick := time.NewTicker(*every)
+	tick := time.NewTicker(o.interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -343,7 +303,7 @@ func runAuditTail(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			continue
 		}
 		last = recs[len(recs)-1].Seq
-		if *asJSON {
+		if o.json {
 			err = printRecords(stdout, recs, true)
 		} else {
 			err = printRows(stdout, recs)
@@ -395,6 +355,8 @@ type anchorFlag []portcullis.AuditAnchor
 
 func (a *anchorFlag) String() string { return fmt.Sprint(len(*a)) }
 
+func (a *anchorFlag) Type() string { return "anchor" }
+
 func (a *anchorFlag) Set(v string) error {
 	seq, hash, ok := strings.Cut(v, ":")
 	n, err := strconv.ParseInt(seq, 10, 64)
@@ -405,23 +367,8 @@ func (a *anchorFlag) Set(v string) error {
 	return nil
 }
 
-func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit verify", stderr, "audit verify [--expect SEQ:HASH]... [--witness URL|FILE]... [--json]")
-	var sf stateFlags
-	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	var anchors anchorFlag
-	fs.Var(&anchors, "expect", "a head `SEQ:HASH` kept earlier (audit verify prints it): the log must still hold row SEQ with this hash (repeatable)")
-	var witnesses []string
-	fs.Func("witness", "check the log against every head this witness kept: an http(s) `URL` or a file (repeatable)", func(s string) error {
-		witnesses = append(witnesses, s)
-		return nil
-	})
-	witnessTokenFile := fs.String("witness-token-file", "", "the HTTP witnesses' bearer token, read from this `file`")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runAuditVerify(ctx context.Context, o *auditVerifyOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
 	if len(pos) > 0 {
 		return usageError("audit verify: unexpected argument %q", pos[0])
 	}
@@ -449,22 +396,22 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		cp = &c
 	}
-	if len(witnesses) > 0 {
+	if len(o.witnesses) > 0 {
 		dir, err := sf.dir(false)
 		if err != nil {
 			return err
 		}
-		kept, err := witnessAnchors(ctx, witnesses, *witnessTokenFile, dir, stderr)
+		kept, err := witnessAnchors(ctx, o.witnesses, o.witnessTokenFile, dir, stderr)
 		if err != nil {
 			return err
 		}
-		anchors = append(anchors, kept...)
+		o.anchors = append(o.anchors, kept...)
 	}
-	v, err := portcullis.VerifyAuditAnchors(ctx, &progressLog{AuditLog: st, w: stderr, every: 100000}, cp, anchors)
+	v, err := portcullis.VerifyAuditAnchors(ctx, &progressLog{AuditLog: st, w: stderr, every: 100000}, cp, o.anchors)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(v); err != nil {
 			return err
@@ -475,8 +422,8 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 			from = fmt.Sprintf("the signed checkpoint at row %d", cp.Seq)
 		}
 		kept := ""
-		if len(anchors) > 0 {
-			kept = fmt.Sprintf("; %d of %d kept heads matched", v.Anchors, len(anchors))
+		if len(o.anchors) > 0 {
+			kept = fmt.Sprintf("; %d of %d kept heads matched", v.Anchors, len(o.anchors))
 		}
 		head := v.LastSeq
 		if v.Rows == 0 && cp != nil {
@@ -496,29 +443,21 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit prune", stderr, "audit prune [--max-age 2160h|90d] [--max-rows N] [--policy FILE]")
-	var sf stateFlags
-	sf.register(fs)
-	maxAge := fs.String("max-age", "", "prune rows older than this (a duration, or days as 90d)")
-	maxRows := fs.Int64("max-rows", 0, "keep only the newest this many rows")
-	policyFlag := fs.String("policy", "", "take audit.retention from this policy `file` (default $PORTCULLIS_POLICY) when neither --max-age nor --max-rows is given")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runAuditPrune(ctx context.Context, o *auditPruneOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
+	var err error
 	if len(pos) > 0 {
 		return usageError("audit prune: unexpected argument %q", pos[0])
 	}
 	now := time.Now()
 	var cutoff time.Time
-	if *maxAge != "" {
-		if cutoff, err = parseWhen(*maxAge, now); err != nil {
+	if o.maxAge != "" {
+		if cutoff, err = parseWhen(o.maxAge, now); err != nil {
 			return usageError("--max-age: %v", err)
 		}
 	}
-	if *maxAge == "" && *maxRows <= 0 {
-		path, err := policyPath(*policyFlag)
+	if o.maxAge == "" && o.maxRows <= 0 {
+		path, err := policyPath(o.policy)
 		if err != nil {
 			return usageError("audit prune needs --max-age, --max-rows, or a policy with audit.retention (--policy FILE)")
 		}
@@ -533,7 +472,7 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if r.MaxAge > 0 {
 			cutoff = now.Add(-r.MaxAge)
 		}
-		*maxRows = r.MaxRows
+		o.maxRows = r.MaxRows
 	}
 	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
@@ -548,7 +487,7 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("audit key: %w", err)
 	}
-	cp, pruned, err := pruneAudit(ctx, st, key, now, cutoff, *maxRows)
+	cp, pruned, err := pruneAudit(ctx, st, key, now, cutoff, o.maxRows)
 	if err != nil {
 		return err
 	}

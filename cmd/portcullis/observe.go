@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +18,8 @@ import (
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/tracing"
+
+	"github.com/spf13/pflag"
 )
 
 // obsFlags are the observability flags of serve and mcp.
@@ -27,7 +28,7 @@ type obsFlags struct {
 	metricsAddr string // mcp only
 }
 
-func (o *obsFlags) register(fs *flag.FlagSet, metricsAddr bool) {
+func (o *obsFlags) register(fs *pflag.FlagSet, metricsAddr bool) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	if metricsAddr {
 		fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this `address` (e.g. 127.0.0.1:9464), with the token in metrics.token of the state directory")

@@ -115,35 +115,20 @@ const (
 	skipBadRow    = "row does not decode"
 )
 
-func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy replay", stderr, "policy replay --policy NEW.yaml [--since 7d] [--until T] [--state DIR | --store URL] [--json]")
-	policyFlag := fs.String("policy", "", "the new policy `file` to replay the recorded calls under (default $PORTCULLIS_POLICY)")
-	since := fs.String("since", "", "replay decisions from this `time` (RFC 3339) or this long ago (90m, 24h, 7d); default: the whole log")
-	until := fs.String("until", "", "replay decisions before this `time` (RFC 3339) or this long ago")
-	asJSON := fs.Bool("json", false, "one JSON object per changed decision, then one summary object")
-	every := fs.Int64("progress", 100000, "report progress on stderr every `N` rows (0: never)")
-	// The replay reads every row of the log itself, and a damaged page is an
-	// error of that scan: SQLite's whole-file quick_check at open would read
-	// the file twice.
-	sf := stateFlags{perCall: true}
-	sf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runPolicyReplay(ctx context.Context, o *policyReplayOptions, pos []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageError("policy replay: unexpected argument %q (the policy goes in --policy)", pos[0])
 	}
-	path, err := policyPath(*policyFlag)
+	path, err := policyPath(o.policy)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	from, err := parseWhen(*since, now)
+	from, err := parseWhen(o.since, now)
 	if err != nil {
 		return usageError("--since: %v", err)
 	}
-	to, err := parseWhen(*until, now)
+	to, err := parseWhen(o.until, now)
 	if err != nil {
 		return usageError("--until: %v", err)
 	}
@@ -154,15 +139,15 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning: "+w.String())
 	}
-	if err := sf.mustExist(); err != nil {
+	if err := o.state.mustExist(); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx, cliLogger(stderr))
+	st, err := o.state.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	dir, err := sf.dir(false)
+	dir, err := o.state.dir(false)
 	if err != nil {
 		return err
 	}
@@ -172,7 +157,7 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 			Policy: path, PolicyHash: pol.Hash, Since: from, Until: to,
 			ByChange: map[string]int64{}, NotReplayed: map[string]int64{}, RedactedArgs: map[string]int64{},
 		},
-		progress: *every,
+		progress: o.progress,
 		stderr:   stderr,
 	}
 	for range workers {
@@ -185,7 +170,7 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	var table *tabwriter.Writer
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
 		r.emit = func(c *replayChange) error { return enc.Encode(c) }

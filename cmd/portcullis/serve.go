@@ -280,33 +280,25 @@ func tokenHash(tok string) string {
 
 // runServe runs the HTTP gateway: the MCP endpoint on /mcp in front of the
 // configured upstreams, for agents with tokens.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", stderr, "serve --config portcullis.yaml")
-	cfgPath := fs.String("config", "portcullis.yaml", "gateway configuration `file`")
-	listen := fs.String("listen", "", "listen `address` (overrides the configuration)")
-	var of obsFlags
-	of.register(fs, false)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr io.Writer) error {
+	of := &o.obs
 	if len(pos) > 0 {
 		return usageError("serve takes no arguments; unexpected %q", pos[0])
 	}
-	cfg, err := loadServeConfig(*cfgPath)
+	cfg, err := loadServeConfig(o.config)
 	if errors.Is(err, os.ErrNotExist) {
-		return configMissing(*cfgPath, flagGiven(fs, "config"))
+		return configMissing(o.config, o.configGiven)
 	}
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	if o.listen != "" {
+		cfg.Listen = o.listen
 	}
 	if err := checkListen(cfg.Listen); err != nil {
 		return err
 	}
-	if err := checkUpstreamCommands(*cfgPath, cfg.Upstreams); err != nil {
+	if err := checkUpstreamCommands(o.config, cfg.Upstreams); err != nil {
 		return err
 	}
 	log, err := of.logger(stderr)
@@ -371,7 +363,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return base + "/"
 	}}
-	g, pol, err := loadAgentGate(cfg.Policy, stderr, append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, *cfgPath), gate.WithNotifier(linked))...)
+	g, pol, err := loadAgentGate(cfg.Policy, stderr, append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir, o.config), gate.WithNotifier(linked))...)
 	if err != nil {
 		return err
 	}
@@ -449,7 +441,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}})
 	if err != nil {
 		ln.Close()
-		return &exitError{code: 2, msg: fmt.Sprintf("%s: publicURL: %v", *cfgPath, err)}
+		return &exitError{code: 2, msg: fmt.Sprintf("%s: publicURL: %v", o.config, err)}
 	}
 	mcpHandler, err := gw.Handler(mcpgw.HTTPOptions{
 		AgentOf: agentOf,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"net"
@@ -53,13 +52,6 @@ func listenError(addr string, err error) error {
 		return fmt.Errorf("listen on %s: the address is in use; a `portcullis serve` may already run there: stop it, or pass another --listen HOST:PORT", addr)
 	}
 	return fmt.Errorf("listen on %s: %w", addr, err)
-}
-
-// flagGiven reports whether the command line set the flag.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }
 
 // checkUpstreamCommands refuses a configuration whose upstream command

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +17,8 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/postgres"
 	"github.com/portcullis/portcullis/sqlite"
+
+	"github.com/spf13/pflag"
 )
 
 // stateFlags are the flags every stateful command takes.
@@ -29,7 +30,7 @@ type stateFlags struct {
 	perCall bool
 }
 
-func (s *stateFlags) register(fs *flag.FlagSet) {
+func (s *stateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.state, "state", "", "state `directory` (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)")
 	fs.StringVar(&s.store, "store", "", "store `URL`: sqlite:///path/portcullis.db or postgres://..., ?sync=process to trade power-loss durability for speed (default $PORTCULLIS_STORE, else SQLite in the state directory)")
 }
