@@ -111,7 +111,7 @@ func groupCmd(use, short, long string, subs ...*cobra.Command) *cobra.Command {
 			if len(args) == 0 {
 				cmd.SetOut(cmd.ErrOrStderr())
 				_ = cmd.Usage()
-				return usageError("%s needs a command", cmd.CommandPath())
+				return usageError("%s needs a command (see the list above)", strings.TrimPrefix(cmd.CommandPath(), "portcullis "))
 			}
 			return unknownCommand(cmd, args[0])
 		},
