@@ -69,11 +69,16 @@ type ToolPolicy struct {
 	// PathArg is `pathArg`: the argument holding a file path; writes to the
 	// policy document are policy-write.
 	PathArg string
+	// OutsideWorkdir is `outsideWorkdir`: the least level of a write
+	// (pathArg) whose path is not inside the call's working directory, or
+	// whose working directory is unknown or not believed (Call.Workdir);
+	// LevelUnset means the path does not matter.
+	OutsideWorkdir Level
 	// Redact is `redact`: argument names whose values the audit log does
 	// not keep (in addition to audit.redact).
 	Redact []string
 	// Mode is `mode`: this tool's enforcement mode (enforce, shadow or off),
-	// overriding the policy's; "" means the policy's. Seed 004's per-tool
+	// overriding the policy's; "" means the policy's. Dispatch's per-tool
 	// rollout: a tool in shadow is evaluated and recorded but let through.
 	Mode Mode
 	// Line is the line of the entry in the policy file (0 when built in code).
@@ -132,7 +137,7 @@ const (
 	Aggressive   RiskTolerance = "aggressive"
 )
 
-// Autonomy is an agent's `autonomy` envelope (seed 002).
+// Autonomy is an agent's `autonomy` envelope (docs/ARCHITECTURE.md, stage "autonomy").
 type Autonomy struct {
 	// RiskTolerance is `riskTolerance` (default moderate).
 	RiskTolerance RiskTolerance
