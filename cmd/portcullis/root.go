@@ -49,6 +49,9 @@ const (
 // run is the command line: main calls it, and so do the tests.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	root := newRootCmd()
+	if args == nil {
+		args = []string{} // cobra reads nil as "use os.Args"
+	}
 	root.SetArgs(singleDashLongFlags(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
