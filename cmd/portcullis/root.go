@@ -36,7 +36,8 @@ const rootExample = `  portcullis decide --policy policy.yaml < requests.jsonl
   portcullis exec -- rm -rf build
   portcullis mcp --policy policy.yaml -- npx -y @modelcontextprotocol/server-filesystem .
   portcullis serve --config portcullis.yaml
-  portcullis approvals --watch`
+  portcullis approvals --watch
+  portcullis version --json`
 
 // Command groups of the top-level help.
 const (
