@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
+
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +16,8 @@ import (
 	"github.com/portcullis/portcullis/approvals"
 	"github.com/portcullis/portcullis/client"
 	"github.com/portcullis/portcullis/gate"
+
+	"github.com/spf13/pflag"
 )
 
 // This file holds the people's commands for approval requests and grants:
@@ -33,7 +35,7 @@ type peopleFlags struct {
 	as        string
 }
 
-func (p *peopleFlags) register(fs *flag.FlagSet) {
+func (p *peopleFlags) register(fs *pflag.FlagSet) {
 	p.state.register(fs)
 	fs.StringVar(&p.gateway, "gateway", "", "a running gateway's `URL` (default $PORTCULLIS_GATEWAY); without one, the store is used directly")
 	fs.StringVar(&p.tokenFile, "token-file", "", "`file` holding the gateway's human token (default admin.token in the state directory)")
@@ -138,36 +140,23 @@ func peopleError(err error) error {
 
 // runApprovals lists approval requests, shows one, or watches them come
 // and go.
-func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("approvals", stderr, "approvals [ID] [--status pending|approved|denied|expired|all] [--session S] [--agent A] [--json] [--watch]")
-	var pf peopleFlags
-	pf.register(fs)
-	status := fs.String("status", "pending", "which requests: pending, approved, denied, expired or all")
-	session := fs.String("session", "", "only this session's requests")
-	agent := fs.String("agent", "", "only this agent's requests")
-	limit := fs.Int("limit", 100, "at most this many requests, newest first")
-	asJSON := fs.Bool("json", false, "one JSON object per request and line")
-	watch := fs.Bool("watch", false, "keep watching: print requests as they arrive and as they are answered, until interrupted")
-	interval := fs.Duration("interval", time.Second, "with --watch, how often to look")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runApprovals(ctx context.Context, o *approvalsOptions, pos []string, stdout, stderr io.Writer) error {
+	pf := &o.people
 	if len(pos) > 1 {
 		return usageError("approvals takes at most one request ID")
 	}
-	f := portcullis.ApprovalFilter{Session: *session, Agent: *agent, Limit: *limit}
-	switch s := portcullis.ApprovalStatus(*status); s {
+	f := portcullis.ApprovalFilter{Session: o.session, Agent: o.agent, Limit: o.limit}
+	switch s := portcullis.ApprovalStatus(o.status); s {
 	case "all":
 	case portcullis.ApprovalPending, portcullis.ApprovalApproved, portcullis.ApprovalDenied, portcullis.ApprovalExpired:
 		f.Status = s
 	default:
-		return usageError("--status: want pending, approved, denied, expired or all, got %q", *status)
+		return usageError("--status: want pending, approved, denied, expired or all, got %q", o.status)
 	}
-	if *limit < 1 || *limit > 1000 {
+	if o.limit < 1 || o.limit > 1000 {
 		return usageError("--limit: want 1 to 1000")
 	}
-	if *watch && (*interval <= 0 || len(pos) > 0) {
+	if o.watch && (o.interval <= 0 || len(pos) > 0) {
 		return usageError("--watch takes no ID and a positive --interval")
 	}
 	p, closeFn, err := pf.open(ctx, stderr)
@@ -180,20 +169,20 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return peopleError(err)
 		}
-		if *asJSON {
+		if o.json {
 			return writeJSONLine(stdout, a)
 		}
 		return showApproval(stdout, a)
 	}
-	if *watch {
+	if o.watch {
 		f.Status = portcullis.ApprovalPending
-		return watchApprovals(ctx, p, f, *interval, *asJSON, stdout)
+		return watchApprovals(ctx, p, f, o.interval, o.json, stdout)
 	}
 	list, err := p.Approvals(ctx, f)
 	if err != nil {
 		return peopleError(err)
 	}
-	if *asJSON {
+	if o.json {
 		for _, a := range list {
 			if err := writeJSONLine(stdout, a); err != nil {
 				return err
@@ -310,15 +299,8 @@ func age(d time.Duration) string {
 }
 
 // runApprove approves a pending request, once or for the session.
-func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("approve", stderr, "approve ID [--session]")
-	var pf peopleFlags
-	pf.register(fs)
-	session := fs.Bool("session", false, "approve the tool for the rest of the call's session (CONFIRM_SESSION calls only)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runApprove(ctx context.Context, o *approveOptions, pos []string, stdout, stderr io.Writer) error {
+	pf := &o.people
 	if len(pos) != 1 {
 		return usageError("approve takes one request ID (portcullis approvals lists them)")
 	}
@@ -327,12 +309,12 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeFn()
-	a, err := p.Approve(ctx, pos[0], *session)
+	a, err := p.Approve(ctx, pos[0], o.session)
 	if err != nil {
 		return peopleError(err)
 	}
 	how := "once"
-	if *session {
+	if o.session {
 		how = "for session " + dash(a.Call.Session)
 	}
 	fmt.Fprintf(stdout, "approved %s %s: %s (agent %s)\n", a.ID, how, oneLine(a.Reason, 80), dash(a.Call.Agent))
@@ -340,19 +322,12 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // runDeny denies a pending request with a reason the agent will see.
-func runDeny(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("deny", stderr, "deny ID --reason TEXT")
-	var pf peopleFlags
-	pf.register(fs)
-	reason := fs.String("reason", "", "why, in words the agent will be shown (required)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runDeny(ctx context.Context, o *denyOptions, pos []string, stdout, stderr io.Writer) error {
+	pf := &o.people
 	if len(pos) != 1 {
 		return usageError("deny takes one request ID (portcullis approvals lists them)")
 	}
-	if strings.TrimSpace(*reason) == "" {
+	if strings.TrimSpace(o.reason) == "" {
 		return usageError("deny %s needs --reason TEXT: the agent is shown it", pos[0])
 	}
 	p, closeFn, err := pf.open(ctx, stderr)
@@ -360,7 +335,7 @@ func runDeny(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeFn()
-	a, err := p.Deny(ctx, pos[0], *reason)
+	a, err := p.Deny(ctx, pos[0], o.reason)
 	if err != nil {
 		return peopleError(err)
 	}
@@ -369,16 +344,8 @@ func runDeny(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // runGrants lists the live grants, or revokes some.
-func runGrants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("grants", stderr, "grants [--session S] [--json] | grants revoke ID...")
-	var pf peopleFlags
-	pf.register(fs)
-	session := fs.String("session", "", "only this session's grants")
-	asJSON := fs.Bool("json", false, "one JSON object per grant and line")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runGrants(ctx context.Context, o *grantsOptions, pos []string, stdout, stderr io.Writer) error {
+	pf := &o.people
 	revoke := len(pos) > 0 && pos[0] == "revoke"
 	switch {
 	case revoke && len(pos) == 1:
@@ -415,11 +382,11 @@ func runGrants(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	}
-	list, err := p.Grants(ctx, *session)
+	list, err := p.Grants(ctx, o.session)
 	if err != nil {
 		return peopleError(err)
 	}
-	if *asJSON {
+	if o.json {
 		for _, g := range list {
 			if err := writeJSONLine(stdout, g); err != nil {
 				return err

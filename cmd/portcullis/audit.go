@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,26 +14,8 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/auditlog"
 	"github.com/portcullis/portcullis/policy"
+	"github.com/spf13/pflag"
 )
-
-func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError("audit needs a subcommand: tail, query, verify, export or prune")
-	}
-	switch args[0] {
-	case "tail":
-		return runAuditTail(ctx, args[1:], stdout, stderr)
-	case "query":
-		return runAuditQuery(ctx, args[1:], stdout, stderr, false)
-	case "export":
-		return runAuditQuery(ctx, args[1:], stdout, stderr, true)
-	case "verify":
-		return runAuditVerify(ctx, args[1:], stdout, stderr)
-	case "prune":
-		return runAuditPrune(ctx, args[1:], stdout, stderr)
-	}
-	return usageError("unknown audit subcommand %q (want tail, query, verify, export or prune)", args[0])
-}
 
 // auditFilters are the query flags shared by query and export.
 type auditFilters struct {
@@ -44,7 +25,7 @@ type auditFilters struct {
 	newest                              bool
 }
 
-func (f *auditFilters) register(fs *flag.FlagSet) {
+func (f *auditFilters) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.session, "session", "", "only this session")
 	fs.StringVar(&f.agent, "agent", "", "only this agent")
 	fs.StringVar(&f.tool, "tool", "", "only this tool")
@@ -80,29 +61,18 @@ func (f *auditFilters) query(now time.Time) (portcullis.AuditQuery, error) {
 // parseWhen is auditlog.ParseWhen, for the commands that take times.
 func parseWhen(s string, now time.Time) (time.Time, error) { return auditlog.ParseWhen(s, now) }
 
-func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer, export bool) error {
+func runAuditQuery(ctx context.Context, o *auditQueryOptions, pos []string, stdout, stderr io.Writer, export bool) error {
 	name := "audit query"
-	help := "audit query [--session S] [--agent A] [--tool T] [--outcome O] [--kind K] [--since T] [--until T] [--limit N] [--newest] [--json]"
 	if export {
-		name, help = "audit export", "audit export --format jsonl [filters as for audit query]"
+		name = "audit export"
 	}
-	fs := newFlagSet(name, stderr, help)
-	var sf stateFlags
-	sf.register(fs)
-	var f auditFilters
-	f.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
-	format := fs.String("format", "jsonl", "export format (jsonl)")
-	fs.IntVar(&f.limit, "limit", 0, "at most this many rows (query default 100; export default all)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+	sf, f := &o.state, &o.filters
+	var err error
 	if len(pos) > 0 {
 		return usageError("%s: unexpected argument %q", name, pos[0])
 	}
-	if export && *format != "jsonl" {
-		return usageError("--format %q: only jsonl is supported", *format)
+	if export && o.format != "jsonl" {
+		return usageError("--format %q: only jsonl is supported", o.format)
 	}
 	q, err := f.query(time.Now())
 	if err != nil {
@@ -121,7 +91,7 @@ func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer,
 		if err != nil {
 			return err
 		}
-		return printRecords(stdout, recs, *asJSON)
+		return printRecords(stdout, recs, o.json)
 	}
 	_, err = auditlog.Export(ctx, st, q, stdout)
 	return err
@@ -180,41 +150,31 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-func runAuditTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit tail", stderr, "audit tail [-n 20] [-f] [--json]")
-	var sf stateFlags
-	sf.register(fs)
-	n := fs.Int("n", 20, "how many of the newest rows to show")
-	follow := fs.Bool("f", false, "keep printing new rows as they are written (until interrupted)")
-	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
-	every := fs.Duration("interval", 500*time.Millisecond, "how often -f looks for new rows")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runAuditTail(ctx context.Context, o *auditTailOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
 	if len(pos) > 0 {
 		return usageError("audit tail: unexpected argument %q", pos[0])
 	}
-	if *n < 0 || *every <= 0 {
-		return usageError("audit tail: -n must be 0 or more and -interval more than 0")
+	if o.lines < 0 || o.interval <= 0 {
+		return usageError("audit tail: --lines (-n) must be 0 or more and --interval more than 0")
 	}
 	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	recs, last, err := auditlog.Tail(ctx, st, *n)
+	recs, last, err := auditlog.Tail(ctx, st, o.lines)
 	if err != nil {
 		return err
 	}
-	if err := printRecords(stdout, recs, *asJSON); err != nil {
+	if err := printRecords(stdout, recs, o.json); err != nil {
 		return err
 	}
-	if !*follow {
+	if !o.follow {
 		return nil
 	}
-	return auditlog.Follow(ctx, st, last, *every, func(recs []portcullis.AuditRecord) error {
-		if *asJSON {
+	return auditlog.Follow(ctx, st, last, o.interval, func(recs []portcullis.AuditRecord) error {
+		if o.json {
 			return printRecords(stdout, recs, true)
 		}
 		return printRows(stdout, recs)
@@ -237,6 +197,8 @@ type anchorFlag []portcullis.AuditAnchor
 
 func (a *anchorFlag) String() string { return fmt.Sprint(len(*a)) }
 
+func (a *anchorFlag) Type() string { return "anchor" }
+
 func (a *anchorFlag) Set(v string) error {
 	seq, hash, ok := strings.Cut(v, ":")
 	n, err := strconv.ParseInt(seq, 10, 64)
@@ -247,27 +209,12 @@ func (a *anchorFlag) Set(v string) error {
 	return nil
 }
 
-func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit verify", stderr, "audit verify [--expect SEQ:HASH]... [--witness URL|FILE]... [--json]")
-	var sf stateFlags
-	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	var anchors anchorFlag
-	fs.Var(&anchors, "expect", "a head `SEQ:HASH` kept earlier (audit verify prints it): the log must still hold row SEQ with this hash (repeatable)")
-	var witnesses []string
-	fs.Func("witness", "check the log against every head this witness kept: an http(s) `URL` or a file (repeatable)", func(s string) error {
-		witnesses = append(witnesses, s)
-		return nil
-	})
-	witnessTokenFile := fs.String("witness-token-file", "", "the HTTP witnesses' bearer token, read from this `file`")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runAuditVerify(ctx context.Context, o *auditVerifyOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
 	if len(pos) > 0 {
 		return usageError("audit verify: unexpected argument %q", pos[0])
 	}
-	sources, err := witnessSources(witnesses, *witnessTokenFile, stderr)
+	sources, err := witnessSources(o.witnesses, o.witnessTokenFile, stderr)
 	if err != nil {
 		return err
 	}
@@ -284,7 +231,7 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 			return readSecret(dir, "audit.key")
 		},
-		Anchors:   anchors,
+		Anchors:   o.anchors,
 		Witnesses: sources,
 		Progress: func(rows, seq int64) {
 			fmt.Fprintf(stderr, "verified %s (up to row %d)…\n", plural(rows, "row"), seq)
@@ -298,7 +245,7 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	v, cp := rep.Verification, rep.Checkpoint
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(v); err != nil {
 			return err
@@ -326,29 +273,21 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("audit prune", stderr, "audit prune [--max-age 2160h|90d] [--max-rows N] [--policy FILE]")
-	var sf stateFlags
-	sf.register(fs)
-	maxAge := fs.String("max-age", "", "prune rows older than this (a duration, or days as 90d)")
-	maxRows := fs.Int64("max-rows", 0, "keep only the newest this many rows")
-	policyFlag := fs.String("policy", "", "take audit.retention from this policy `file` (default $PORTCULLIS_POLICY) when neither --max-age nor --max-rows is given")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runAuditPrune(ctx context.Context, o *auditPruneOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
+	var err error
 	if len(pos) > 0 {
 		return usageError("audit prune: unexpected argument %q", pos[0])
 	}
 	now := time.Now()
 	var cutoff time.Time
-	if *maxAge != "" {
-		if cutoff, err = parseWhen(*maxAge, now); err != nil {
+	if o.maxAge != "" {
+		if cutoff, err = parseWhen(o.maxAge, now); err != nil {
 			return usageError("--max-age: %v", err)
 		}
 	}
-	if *maxAge == "" && *maxRows <= 0 {
-		path, err := policyPath(*policyFlag)
+	if o.maxAge == "" && o.maxRows <= 0 {
+		path, err := policyPath(o.policy)
 		if err != nil {
 			return usageError("audit prune needs --max-age, --max-rows, or a policy with audit.retention (--policy FILE)")
 		}
@@ -363,7 +302,7 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if r.MaxAge > 0 {
 			cutoff = now.Add(-r.MaxAge)
 		}
-		*maxRows = r.MaxRows
+		o.maxRows = r.MaxRows
 	}
 	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
@@ -378,7 +317,7 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("audit key: %w", err)
 	}
-	cp, pruned, err := auditlog.Prune(ctx, st, key, now, auditlog.Retention{Before: cutoff, KeepRows: *maxRows})
+	cp, pruned, err := auditlog.Prune(ctx, st, key, now, auditlog.Retention{Before: cutoff, KeepRows: o.maxRows})
 	if err != nil {
 		return err
 	}

@@ -16,41 +16,16 @@ import (
 // runBench drives a running gateway with concurrent agent sessions (package
 // loadgen) and reports throughput, latency and the audit log's account of
 // the run.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", stderr, "bench --gateway URL --token-file AGENT.token [--via api|mcp|both] [--sessions N] [--duration D | --count N] [--json]")
-	var sf stateFlags
-	sf.register(fs)
-	gateway := fs.String("gateway", "", "the gateway's `URL` (default $PORTCULLIS_GATEWAY, else http://127.0.0.1:8470)")
-	tokenFile := fs.String("token-file", "", "`file` holding an agent's token (default $PORTCULLIS_AGENT_TOKEN holds the token itself)")
-	humanFile := fs.String("human-token-file", "", "`file` holding the human token that approves writes (default admin.token in the state directory)")
-	via := fs.String("via", "both", "entry points: api (POST /v1/decide), mcp (/mcp) or both")
-	sessions := fs.Int("sessions", 16, "concurrent agent `sessions`")
-	duration := fs.Duration("duration", 30*time.Second, "how long to run (0: until --count)")
-	count := fs.Int64("count", 0, "stop after this many calls (0: until --duration)")
-	rate := fs.Float64("rate", 0, "overall calls per second (0: as fast as the gateway answers)")
-	mix := fs.String("mix", "read=60,write=15,deny=15,shell=10", "weights of the kinds of call: read, write, deny, shell")
-	read := fs.String("read", "read_note", "a tool the policy allows")
-	write := fs.String("write", "write_note", "a tool that needs a person once per session")
-	deny := fs.String("deny", "delete_note", "a tool the policy denies")
-	shell := fs.String("shell", "", "the shell tool (empty: no shell commands)")
-	shellArg := fs.String("shell-arg", "command", "the shell tool's command argument")
-	timeout := fs.Duration("timeout", 30*time.Second, "bound on one call, a held write's approval included")
-	progress := fs.Duration("progress", time.Second, "how often to print progress on stderr (0: never)")
-	pid := fs.Int("gateway-pid", 0, "the gateway's process `id`, to sample its resident memory (Linux)")
-	audit := fs.Bool("audit", true, "check the audit log afterwards (opens the store of --state/--store)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	seed := fs.Uint64("seed", 1, "seed of the mix")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
+	var err error
 	if len(pos) > 0 {
 		return usageError("bench takes no arguments; unexpected %q", pos[0])
 	}
 	cfg := loadgen.Config{
-		BaseURL: *gateway, Sessions: *sessions, Duration: *duration, Count: *count, Rate: *rate,
-		Tools:       loadgen.Tools{Read: *read, Write: *write, Deny: *deny, Shell: *shell, ShellArg: *shellArg},
-		CallTimeout: *timeout, ProgressEvery: *progress, Seed: *seed,
+		BaseURL: o.gateway, Sessions: o.sessions, Duration: o.duration, Count: o.count, Rate: o.rate,
+		Tools:       loadgen.Tools{Read: o.read, Write: o.write, Deny: o.deny, Shell: o.shell, ShellArg: o.shellArg},
+		CallTimeout: o.timeout, ProgressEvery: o.progress, Seed: o.seed,
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY"))
@@ -59,7 +34,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.BaseURL = "http://127.0.0.1:8470"
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	switch *via {
+	switch o.via {
 	case "api":
 		cfg.Via = []loadgen.Via{loadgen.API}
 	case "mcp":
@@ -67,23 +42,23 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "both":
 		cfg.Via = []loadgen.Via{loadgen.API, loadgen.MCP}
 	default:
-		return usageError("--via %q: want api, mcp or both", *via)
+		return usageError("--via %q: want api, mcp or both", o.via)
 	}
-	if cfg.Mix, err = parseMix(*mix); err != nil {
+	if cfg.Mix, err = parseMix(o.mix); err != nil {
 		return usageError("--mix: %v", err)
 	}
-	if cfg.Mix[loadgen.Shell] > 0 && *shell == "" {
+	if cfg.Mix[loadgen.Shell] > 0 && o.shell == "" {
 		cfg.Mix[loadgen.Shell] = 0 // no shell tool named: no shell commands
 	}
-	if cfg.AgentToken, err = benchToken(*tokenFile); err != nil {
+	if cfg.AgentToken, err = benchToken(o.tokenFile); err != nil {
 		return err
 	}
 	if cfg.Mix[loadgen.Write] > 0 {
-		if cfg.HumanToken, err = benchHumanToken(&sf, *humanFile); err != nil {
+		if cfg.HumanToken, err = benchHumanToken(sf, o.humanTokenFile); err != nil {
 			return err
 		}
 	}
-	if *progress > 0 {
+	if o.progress > 0 {
 		cfg.Progress = func(s loadgen.Snapshot) {
 			mem := ""
 			if s.RSSBytes > 0 {
@@ -93,8 +68,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				s.Elapsed.Seconds(), s.Calls, s.Failed, s.IntervalRate, ms(s.IntervalP50), ms(s.IntervalP99), mem)
 		}
 	}
-	if *pid > 0 {
-		p := *pid
+	if o.gatewayPID > 0 {
+		p := o.gatewayPID
 		cfg.Sample = func() (int64, bool) { return processRSS(p) }
 	}
 	rep, err := loadgen.Run(ctx, cfg)
@@ -102,7 +77,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError("%v", err)
 	}
 	var check *loadgen.AuditCheck
-	if *audit {
+	if o.audit {
 		// Open only an existing store: a new empty one would report
 		// every decision missing.
 		if u, err := sf.url(); err == nil && strings.HasPrefix(u, "sqlite:") {
@@ -121,7 +96,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -13,19 +14,36 @@ import (
 
 // runBudgets lists the use of the policy's budgets in their current
 // windows, read from the store (every replica's calls count in it).
-func runBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("budgets", stderr, "budgets [--json] [BUDGET]")
-	asJSON := fs.Bool("json", false, "print one JSON object per counter instead of a table")
-	var sf stateFlags
-	sf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+// budgetsOptions are the flags of `portcullis budgets`.
+type budgetsOptions struct {
+	json  bool
+	state stateFlags
+}
+
+func newBudgetsCmd() *cobra.Command {
+	var o budgetsOptions
+	cmd := &cobra.Command{
+		Use:   "budgets [BUDGET] [--json]",
+		Short: "The use of the policy's budgets in their current windows, and when each reopens",
+		Long: `The use of the policy's rate limits and spend caps (budgets:) in their current
+windows, read from the store: each budget, whom it counts (agent, session or
+tool), what it has used of its limit, and when its window reopens.`,
+		Example: `  portcullis budgets
+  portcullis budgets payments --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			return runBudgets(cmd.Context(), &o, pos, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	if len(pos) > 1 {
-		return usageError("budgets takes at most one budget name")
-	}
-	st, err := sf.open(ctx, cliLogger(stderr))
+	fs := cmd.Flags()
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per counter instead of a table")
+	o.state.register(fs)
+	return cmd
+}
+
+// runBudgets prints the budgets' use, or one budget's.
+func runBudgets(ctx context.Context, o *budgetsOptions, pos []string, stdout, stderr io.Writer) error {
+	st, err := o.state.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -44,7 +62,7 @@ func runBudgets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		use = kept
 	}
-	return writeBudgetUse(stdout, use, now, *asJSON)
+	return writeBudgetUse(stdout, use, now, o.json)
 }
 
 // writeBudgetUse prints budget counters as a table (or JSON lines): each

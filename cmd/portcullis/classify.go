@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,23 +23,17 @@ const classifyHelp = "classify [--policy FILE] [-- COMMAND WORDS...]"
 // line of stdin. It prints one Classification JSON line per command. A
 // malformed line stops the run with exit status 2 and a message naming the
 // line; nothing is printed for it.
-func runClassify(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("classify", stderr, classifyHelp)
-	policyFlag := fs.String("policy", "", "policy `file` whose shell.rules apply (default $PORTCULLIS_POLICY; none: the built-in knowledge only)")
-	flags, words, dashes := splitDashes(args)
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{code: 2}
+func runClassify(ctx context.Context, o *classifyOptions, args []string, dashAt int, stdin io.Reader, stdout, stderr io.Writer) error {
+	// The words after -- are the command; nothing may stand before it.
+	dashes := dashAt >= 0
+	if dashAt > 0 || (!dashes && len(args) > 0) {
+		return usageError("classify: unexpected argument %q (put the command after --: portcullis %s)", args[0], classifyHelp)
 	}
-	if fs.NArg() > 0 {
-		return usageError("classify: unexpected argument %q (put the command after --: portcullis %s)", fs.Arg(0), classifyHelp)
-	}
+	words := args
 	if dashes && len(words) == 0 {
 		return usageError("classify: no command after --")
 	}
-	c, err := newShellClassifier(*policyFlag, stderr)
+	c, err := newShellClassifier(o.policy, stderr)
 	if err != nil {
 		return err
 	}
@@ -54,16 +47,6 @@ func runClassify(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return out.Flush()
 	}
 	return classifyLines(ctx, c, stdin, out, enc)
-}
-
-// splitDashes splits arguments at the first "--".
-func splitDashes(args []string) (flags, words []string, dashes bool) {
-	for i, a := range args {
-		if a == "--" {
-			return args[:i], args[i+1:], true
-		}
-	}
-	return args, nil, false
 }
 
 // newShellClassifier builds the classifier: the built-in knowledge, the

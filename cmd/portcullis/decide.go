@@ -72,40 +72,30 @@ func buildGate(path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, 
 // runDecide reads one JSON request per line and writes one JSON decision per
 // line. A malformed line stops the run with exit status 2 and a message
 // naming the line; nothing is written for it.
-func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("decide", stderr, "decide [--policy FILE] [--state DIR | --store URL] < requests.jsonl")
-	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	var sf stateFlags
-	sf.register(fs)
-	var nf notifyFlags
-	nf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runDecide(ctx context.Context, o *decideOptions, pos []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageError("decide reads requests from stdin; unexpected argument %q", pos[0])
 	}
-	if nf.set() && sf.state == "" && sf.store == "" {
+	if o.notify.set() && o.state.state == "" && o.state.store == "" {
 		return usageError("--notify-* needs --state DIR or --store URL: without them decide keeps no blocks or approvals to tell anyone about")
 	}
-	path := agentPolicyPath(*policyFlag, stderr)
+	path := agentPolicyPath(o.policy, stderr)
 	// Without --state or --store, decide is a pure function of the policy
 	// and the requests: no grant is used up, no approval or audit row kept.
 	var opts []gate.Option
-	if sf.state != "" || sf.store != "" {
+	if o.state.state != "" || o.state.store != "" {
 		log := cliLogger(stderr)
-		st, err := sf.open(ctx, log)
+		st, err := o.state.open(ctx, log)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		dir, err := sf.dir(true)
+		dir, err := o.state.dir(true)
 		if err != nil {
 			return err
 		}
 		opts = append(opts, gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir))
-		n, cleanup, err := nf.notifier(log)
+		n, cleanup, err := o.notify.notifier(log)
 		if err != nil {
 			return err
 		}

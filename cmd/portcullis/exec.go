@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,16 +13,6 @@ import (
 	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/shellgate"
 )
-
-const execHelp = `exec [--policy FILE] [--state DIR | --store URL] [flags] -- COMMAND [ARGS...]
-       exec [flags] -c 'SHELL COMMANDS'
-       exec --shell [-l] -c 'SHELL COMMANDS'     (what portcullis-sh runs)
-
-The command is classified and decided under the policy's shell tool; when
-a person must approve it, exec waits (up to approvals.wait) for the answer.
-An allowed command runs with this process's stdin, stdout and stderr, and
-exec exits with its status. A command that is not allowed never starts:
-exit status 126, the reason on stderr.`
 
 // exitDenied is the exit status of a command the gate did not allow — the
 // shell's "found but not executable".
@@ -47,67 +35,16 @@ func shellInvocation(argv0 string, args []string) ([]string, bool) {
 // runExec is `portcullis exec` (and portcullis-sh): classify, decide, wait
 // for a person when one must approve, then run the command with the
 // caller's stdio and exit with its status.
-func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var (
-		spec       shellgate.Spec
-		sf         = stateFlags{perCall: true} // one decision per process
-		nf         notifyFlags
-		policyFlag string
-		tool       string
-		agent      string
-		session    string
-		noWait     bool
-	)
-	fs := newFlagSet("exec", stderr, execHelp)
-	fs.StringVar(&policyFlag, "policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	sf.register(fs)
-	nf.register(fs)
-	script := fs.String("c", "", "run these shell `commands` with the real shell (as sh -c does)")
-	fs.StringVar(&tool, "tool", "", "the policy's shell `tool` to decide under (default: the first tool with shellArg)")
-	fs.StringVar(&agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else shell)")
-	fs.StringVar(&session, "session", "", "the session `id` grants are scoped to (default $PORTCULLIS_SESSION)")
-	fs.BoolVar(&noWait, "no-wait", false, "do not wait for a person: a command that needs one exits 126 at once")
-	if len(args) > 0 && args[0] == "--shell" {
-		// A shell's command line: everything else comes from the
-		// environment, as a login shell has no other way to be told.
-		s, err := shellgate.ParseShellArgs(args[1:])
-		if err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", shellgate.ShellName, err)
-			return &exitError{code: 2}
-		}
-		spec = s
-	} else {
-		// Flags come first; the command starts at "--" or at the first
-		// argument that is not a flag, and its own flags are its own.
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return &exitError{code: 2}
-		}
-		pos := fs.Args()
-		c := false
-		fs.Visit(func(f *flag.Flag) { c = c || f.Name == "c" })
-		switch {
-		case c && len(pos) > 0:
-			return usageError("exec: give shell commands with -c, or a program after --, not both")
-		case c:
-			spec = shellgate.Spec{Script: *script, Shell: true}
-		case len(pos) == 0:
-			return usageError("exec needs a command: portcullis exec -- COMMAND [ARGS...] or portcullis exec -c 'COMMANDS'")
-		default:
-			spec = shellgate.Spec{Argv: pos}
-		}
-	}
-	agent = firstNonEmpty(agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT")), "shell")
-	session = firstNonEmpty(session, strings.TrimSpace(os.Getenv("PORTCULLIS_SESSION")))
+func runExec(ctx context.Context, o *execOptions, spec shellgate.Spec, stdin io.Reader, stdout, stderr io.Writer) error {
+	agent := firstNonEmpty(o.agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT")), "shell")
+	session := firstNonEmpty(o.session, strings.TrimSpace(os.Getenv("PORTCULLIS_SESSION")))
 
 	command, err := spec.Command()
 	if err != nil {
 		return usageError("exec: %v", err)
 	}
 	req := shellgate.Request{Command: command, Session: session, Agent: agent, UserPresent: isTerminal(stdin)}
-	d, err := execDecide(ctx, req, &sf, &nf, policyFlag, tool, noWait, stderr)
+	d, err := execDecide(ctx, req, &o.state, &o.notify, o.policy, o.tool, o.noWait, stderr)
 	if err != nil {
 		return err
 	}

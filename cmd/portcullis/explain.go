@@ -14,19 +14,13 @@ import (
 
 // runExplain decides one request without side effects and prints the trace
 // as text a person reads: the verdict first, then every stage.
-func runExplain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("explain", stderr, "explain --policy FILE [--json] REQUEST   (REQUEST is a JSON object, or - to read it from stdin)")
-	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
-	asJSON := fs.Bool("json", false, "print the decision as JSON instead of text")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runExplain(ctx context.Context, o *explainOptions, pos []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageError(`explain takes one request, e.g. portcullis explain --policy policy.yaml '{"tool": "delete_element"}'`)
 	}
 	raw := []byte(pos[0])
 	if pos[0] == "-" {
+		var err error
 		if raw, err = io.ReadAll(io.LimitReader(stdin, portcullis.MaxRequestBytes+1)); err != nil {
 			return fmt.Errorf("read request: %w", err)
 		}
@@ -35,7 +29,7 @@ func runExplain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return usageError("request: %v", err)
 	}
-	path, err := policyPath(*policyFlag)
+	path, err := policyPath(o.policy)
 	if err != nil {
 		return err
 	}
@@ -47,7 +41,7 @@ func runExplain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return usageError("request: %v", err)
 	}
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,33 +18,10 @@ import (
 	"github.com/portcullis/portcullis/policy"
 )
 
-const hookHelp = `hook HOST [--policy FILE] [--state DIR | --store URL | --gateway URL] [--hold] [flags] < event.json
-       hook install claude-code [--project | --user] --policy FILE [--hold] [--defer-mcp SERVER]...
-       hook install codex --policy FILE [--hold]
-
-HOST is claude-code, codex or gemini. The hook reads one event on stdin and
-answers on stdout in the host's format; a failure of any kind answers deny
-with exit status 2.`
-
-// runHook is `portcullis hook HOST`: one host hook event on stdin, decided,
-// answered on stdout. Everything that goes wrong before the event is
-// decided — a bad flag, a policy that does not load, a store that does not
-// open, a gateway that does not answer — is answered with a deny and exit
-// status 2, never with exit status 1 (which Claude Code takes as "go
-// ahead").
-func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "install" {
-		return runHookInstall(ctx, args[1:], stdout, stderr)
-	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintf(stderr, "Usage: portcullis %s\n", hookHelp)
-		return usageError("hook needs the host: %s", hook.HostNames())
-	}
-	host, ok := hook.HostNamed(args[0])
-	if !ok {
-		return usageError("unknown hook host %q (want %s, or install)", args[0], hook.HostNames())
-	}
-	refuse := func(err error) error {
+// hookRefusal returns the refusal of a hook that fails before the event is
+// decided: a deny in the host's format, exit status 2.
+func hookRefusal(host hook.Host, stdout, stderr io.Writer) func(error) error {
+	return func(err error) error {
 		msg := err.Error()
 		var ee *exitError
 		if errors.As(err, &ee) && ee.msg == "" {
@@ -53,46 +29,24 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return &exitError{code: hook.Refuse(host, stdout, stderr, msg)}
 	}
-	fs := newFlagSet("hook "+host.Name(), stderr, hookHelp)
-	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	// The hook opens the store for one decision, per tool call: it skips
-	// SQLite's whole-file check (seconds on a large audit log).
-	sf := stateFlags{perCall: true}
-	sf.register(fs)
-	gateway := fs.String("gateway", "", "decide through a running gateway's POST /v1/decide at this `URL` (http://127.0.0.1:8470; default $PORTCULLIS_GATEWAY) instead of opening the store")
-	tokenFile := fs.String("token-file", "", "`file` holding the gateway's agent token (default $PORTCULLIS_AGENT_TOKEN, or the file $PORTCULLIS_AGENT_TOKEN_FILE)")
-	agent := fs.String("agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else the host's name)")
-	hold := fs.Bool("hold", false, "hold a call that needs a person until one answers out of band (up to approvals.wait), instead of asking in the host")
-	maxWait := fs.Duration("max-wait", hook.DefaultMaxWait, "the longest a call is held, whatever approvals.wait says; keep it under the host's hook timeout")
-	timeout := fs.Duration("timeout", hook.DefaultTimeout, "how long one decision may take")
-	mcpNames := fs.String("mcp-names", string(hook.MCPToolName), "decide an MCP tool mcp__server__tool under its `name`: tool or full")
-	logFile := fs.String("log", "", "append logs to this `file` instead of stderr")
-	var deferMCP []string
-	fs.Func("defer-mcp", "leave calls of this MCP `server`'s tools (mcp__SERVER__*) to the `portcullis mcp` wrapper that every definition of the server in Claude Code's MCP configuration runs it through (repeatable; claude-code only)", func(v string) error {
-		for _, s := range strings.Split(v, ",") {
-			if err := hook.CheckMCPServerName(s); err != nil {
-				return err
-			}
-			deferMCP = append(deferMCP, s)
-		}
-		return nil
-	})
-	var nf notifyFlags
-	nf.register(fs)
-	pos, err := parseArgs(fs, args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	if err != nil {
-		return refuse(err)
-	}
+}
+
+// runHook is `portcullis hook HOST`: one host hook event on stdin, decided,
+// answered on stdout. Everything that goes wrong before the event is
+// decided — a bad flag, a policy that does not load, a store that does not
+// open, a gateway that does not answer — is answered with a deny and exit
+// status 2, never with exit status 1 (which Claude Code takes as "go
+// ahead").
+func runHook(ctx context.Context, host hook.Host, o *hookOptions, pos []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	refuse := hookRefusal(host, stdout, stderr)
+	sf, nf := &o.state, &o.notify
 	if len(pos) > 0 {
 		return refuse(usageError("the hook reads its event from stdin; unexpected argument %q", pos[0]))
 	}
 
 	logw := stderr
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if o.log != "" {
+		f, err := os.OpenFile(o.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return refuse(fmt.Errorf("--log: %w", err))
 		}
@@ -101,14 +55,23 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	log := cliLogger(logw)
 	opts := hook.Options{
-		Agent:    firstNonEmpty(*agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))),
-		Hold:     *hold,
-		MaxWait:  *maxWait,
-		Timeout:  *timeout,
-		MCPNames: hook.MCPNames(*mcpNames),
+		Agent:    firstNonEmpty(o.agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))),
+		Hold:     o.hold,
+		MaxWait:  o.maxWait,
+		Timeout:  o.timeout,
+		MCPNames: hook.MCPNames(o.mcpNames),
 		Logger:   log,
 	}
 	var mcpConfig []string
+	var deferMCP []string
+	for _, v := range o.deferMCP {
+		for _, s := range strings.Split(v, ",") {
+			if err := hook.CheckMCPServerName(s); err != nil {
+				return refuse(usageError("--defer-mcp: %v", err))
+			}
+			deferMCP = append(deferMCP, s)
+		}
+	}
 	if len(deferMCP) > 0 {
 		if host.Name() != (hook.ClaudeCode{}).Name() {
 			return refuse(usageError("--defer-mcp reads Claude Code's MCP configuration: it is for the claude-code hook"))
@@ -117,16 +80,16 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		read, mcpConfig = claudeMCPServers()
 		opts.DeferMCP, opts.MCPServers = deferMCP, read
 	}
-	gw := firstNonEmpty(*gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")))
+	gw := firstNonEmpty(o.gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")))
 	if gw != "" {
-		c, err := hookClient(gw, *tokenFile)
+		c, err := hookClient(gw, o.tokenFile)
 		if err != nil {
 			return refuse(err)
 		}
 		opts.Decider, opts.Holder = c, c
 		// The gateway decides under its own policy; a local one, when
 		// named, only maps the host's tools and bounds the hold.
-		if path := firstNonEmpty(*policyFlag, strings.TrimSpace(os.Getenv("PORTCULLIS_POLICY"))); path != "" {
+		if path := firstNonEmpty(o.policy, strings.TrimSpace(os.Getenv("PORTCULLIS_POLICY"))); path != "" {
 			pol, _, err := policy.Load(path)
 			if err != nil {
 				return refuse(err)
@@ -134,7 +97,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			opts.Policy = pol
 		}
 	} else {
-		g, pol, cleanup, err := openHookGate(ctx, host, *policyFlag, &sf, &nf, log, stderr, mcpConfig...)
+		g, pol, cleanup, err := openHookGate(ctx, host, o.policy, sf, nf, log, stderr, mcpConfig...)
 		if err != nil {
 			return refuse(err)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,42 +33,31 @@ const (
 // Other settings and other hooks are kept as they are, in their order; an
 // existing Portcullis hook is replaced, so running it again changes nothing;
 // the previous file is kept beside it as settings.json.bak.
-func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("hook install", stderr, "hook install claude-code [--project | --user] [--dir DIR] --policy FILE [--state DIR] [--hold] [--defer-mcp SERVER]...\n       hook install codex --policy FILE [--state DIR] [--hold]")
-	project := fs.Bool("project", false, "install into the project's .claude/settings.json (the default)")
-	user := fs.Bool("user", false, "install into ~/.claude/settings.json")
-	dir := fs.String("dir", "", "the project `directory` (default: the current one)")
-	policyFlag := fs.String("policy", "", "policy `file` the hook decides under (default $PORTCULLIS_POLICY)")
-	state := fs.String("state", "", "state `directory` the hook uses (default: the hook's own default)")
-	hold := fs.Bool("hold", false, "hold calls that need a person for an out-of-band approval instead of asking in the agent")
+func runHookInstall(o *hookInstallOptions, pos []string, stdout io.Writer) error {
+	var err error
 	var deferMCP []string
-	fs.Func("defer-mcp", "claude-code: leave calls of this MCP `server`'s tools to the `portcullis mcp` wrapper it runs behind (repeatable)", func(v string) error {
+	for _, v := range o.deferMCP {
 		for _, s := range strings.Split(v, ",") {
 			if err := hook.CheckMCPServerName(s); err != nil {
-				return err
+				return usageError("--defer-mcp: %v", err)
 			}
 			deferMCP = append(deferMCP, s)
 		}
-		return nil
-	})
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
 	}
 	if len(pos) != 1 || (pos[0] != "claude-code" && pos[0] != "codex") {
 		return usageError("hook install supports claude-code and codex (Gemini CLI's hook is configured by hand: see docs/INTEGRATIONS.md)")
 	}
 	host := pos[0]
-	if *project && *user {
+	if o.project && o.user {
 		return usageError("--project and --user: choose one")
 	}
 	if host == "codex" && len(deferMCP) > 0 {
 		return usageError("--defer-mcp reads Claude Code's MCP configuration: it is for claude-code")
 	}
-	if host == "codex" && (*project || *dir != "") {
+	if host == "codex" && (o.project || o.dir != "") {
 		return usageError("hook install codex installs for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: --project and --dir do not apply")
 	}
-	path, err := policyPath(*policyFlag)
+	path, err := policyPath(o.policy)
 	if err != nil {
 		return err
 	}
@@ -90,14 +78,14 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 	switch {
 	case host == "codex":
 		// Codex's home is found by installCodexHook.
-	case *user:
+	case o.user:
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return fmt.Errorf("find the home directory: %w", err)
 		}
 		settings = filepath.Join(home, ".claude", "settings.json")
 	default:
-		base := *dir
+		base := o.dir
 		if base == "" {
 			base = "."
 		}
@@ -108,8 +96,8 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 	}
 
 	words := []string{exe, "hook", host, "--policy", path}
-	if *state != "" {
-		abs, err := filepath.Abs(*state)
+	if o.state != "" {
+		abs, err := filepath.Abs(o.state)
 		if err != nil {
 			return err
 		}
@@ -119,7 +107,7 @@ func runHookInstall(_ context.Context, args []string, stdout, stderr io.Writer) 
 		words = append(words, "--defer-mcp", s)
 	}
 	timeout := hookTimeout
-	if *hold {
+	if o.hold {
 		words = append(words, "--hold")
 		timeout = hookHoldTimeout
 	}

@@ -21,35 +21,16 @@ import (
 // starts the upstream server named after "--" and gates its tools.
 // Nothing but MCP messages is written to stdout; logs go to stderr or
 // --log.
-func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mcp", stderr, "mcp [--policy FILE] [--state DIR | --store URL] [--name NAME] [--agent NAME] [--trust-annotations] -- <server command> [args...]")
-	policyFlag := fs.String("policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	name := fs.String("name", "", "the upstream's `name` in pins and the audit (default: from the server command)")
-	agent := fs.String("agent", "", "the agent `identity` of this client (default $PORTCULLIS_AGENT, else the upstream's name)")
-	showDenied := fs.Bool("show-denied", false, "list tools the policy denies too (calling them is still denied)")
-	autonomous := fs.Bool("autonomous", false, "treat the session as an autonomous run: the autonomy stage counts its steps")
-	userPresent := fs.Bool("user-present", false, "tell the contextual validator a person is at the keyboard")
-	trustAnnotations := fs.Bool("trust-annotations", false, "let the server's MCP tool annotations classify the tools the policy does not name (readOnlyHint → READ, auto-approved); by default they only make a tool stricter")
-	logFile := fs.String("log", "", "append logs to this `file` instead of stderr")
-	var of obsFlags
-	of.register(fs, true)
-	var sf stateFlags
-	sf.register(fs)
-	var nf notifyFlags
-	nf.register(fs)
-	var wf witnessFlags
-	wf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runMCP(ctx context.Context, o *mcpOptions, pos []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	sf, nf, of, wf := &o.state, &o.notify, &o.obs, &o.witness
+	var err error
 	if len(pos) == 0 {
 		return usageError("mcp needs the upstream server's command after --, e.g. portcullis mcp -- npx -y @modelcontextprotocol/server-filesystem ~/work")
 	}
-	path := agentPolicyPath(*policyFlag, stderr)
+	path := agentPolicyPath(o.policy, stderr)
 	logw := stderr
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if o.log != "" {
+		f, err := os.OpenFile(o.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return fmt.Errorf("--log: %w", err)
 		}
@@ -62,11 +43,11 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	tuneGC()
 
-	upName := *name
+	upName := o.name
 	if upName == "" {
 		upName = serverName(pos)
 	}
-	who := *agent
+	who := o.agent
 	if who == "" {
 		who = strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))
 	}
@@ -155,12 +136,12 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	gw, err := mcpgw.New(ctx, mcpgw.Config{
 		Gate:        g,
 		Store:       st,
-		Upstreams:   []mcpgw.Upstream{{Name: upName, Command: pos, TrustAnnotations: *trustAnnotations}},
+		Upstreams:   []mcpgw.Upstream{{Name: upName, Command: pos, TrustAnnotations: o.trustAnnotations}},
 		Agent:       who,
 		Wait:        pol.Approvals.Wait,
-		ShowDenied:  *showDenied,
-		Autonomous:  *autonomous,
-		UserPresent: *userPresent,
+		ShowDenied:  o.showDenied,
+		Autonomous:  o.autonomous,
+		UserPresent: o.userPresent,
 		Notifier:    n,
 		Logger:      log,
 		Version:     moduleVersion(),

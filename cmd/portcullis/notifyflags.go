@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/notify"
+
+	"github.com/spf13/pflag"
 )
 
 // notifyDrain bounds how long a command waits at its end for notifications
@@ -25,7 +26,7 @@ type notifyFlags struct {
 	webhookHuman  bool
 }
 
-func (f *notifyFlags) register(fs *flag.FlagSet) {
+func (f *notifyFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.desktop, "notify-desktop", false, "show blocks and approvals as desktop notifications (notify-send on Linux, osascript on macOS)")
 	fs.StringVar(&f.webhook, "notify-webhook", "", "POST each notice as JSON to this `URL`, retried with backoff")
 	fs.StringVar(&f.webhookFormat, "notify-webhook-format", notify.FormatJSON, "webhook payload `format`: json (the notice) or slack ({\"text\": ...})")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +17,8 @@ import (
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/tracing"
+
+	"github.com/spf13/pflag"
 )
 
 // obsFlags are the observability flags of serve and mcp.
@@ -26,7 +27,7 @@ type obsFlags struct {
 	metricsAddr string // mcp only
 }
 
-func (o *obsFlags) register(fs *flag.FlagSet, metricsAddr bool) {
+func (o *obsFlags) register(fs *pflag.FlagSet, metricsAddr bool) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
 	if metricsAddr {
 		fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this `address` (e.g. 127.0.0.1:9464), with the token in metrics.token of the state directory")

@@ -12,49 +12,19 @@ import (
 	"github.com/portcullis/portcullis/policy"
 )
 
-func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError("policy needs a subcommand: lint, test, diff, replay or show-default")
-	}
-	switch args[0] {
-	case "lint":
-		return runPolicyLint(args[1:], stdout, stderr)
-	case "test":
-		return runPolicyTest(ctx, args[1:], stdout, stderr)
-	case "diff":
-		return runPolicyDiff(args[1:], stdout, stderr)
-	case "replay":
-		return runPolicyReplay(ctx, args[1:], stdout, stderr)
-	case "show-default":
-		return runPolicyShowDefault(args[1:], stdout, stderr)
-	}
-	return usageError("unknown policy subcommand %q (want lint, test, diff, replay or show-default)", args[0])
-}
-
 // runPolicyShowDefault prints the built-in default policy, commented, as
 // the starting point for a policy file.
-func runPolicyShowDefault(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy show-default", stderr, "policy show-default > policy.yaml")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runPolicyShowDefault(pos []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return usageError("policy show-default takes no arguments; unexpected %q", pos[0])
 	}
-	_, err = stdout.Write(policy.DefaultYAML())
+	_, err := stdout.Write(policy.DefaultYAML())
 	return err
 }
 
 // runPolicyLint loads a policy and prints its warnings. Exit 0 when it
 // loads (1 with --strict and warnings), 2 when it does not.
-func runPolicyLint(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy lint", stderr, "policy lint [--strict] FILE")
-	strict := fs.Bool("strict", false, "exit 1 when there are warnings")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runPolicyLint(o *policyLintOptions, pos []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usageError("policy lint takes one policy file")
 	}
@@ -69,7 +39,7 @@ func runPolicyLint(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "warning: "+w.String())
 	}
 	fmt.Fprintf(stdout, "%s: %s, %s, %s\n", pos[0], plural(len(pol.Tools), "tool"), plural(len(pol.Elements), "element"), plural(len(warnings), "warning"))
-	if *strict && len(warnings) > 0 {
+	if o.strict && len(warnings) > 0 {
 		return &exitError{code: 1}
 	}
 	return nil
@@ -77,13 +47,7 @@ func runPolicyLint(args []string, stdout, stderr io.Writer) error {
 
 // runPolicyTest runs policy unit-test files through the real gate. Exit 0
 // when every case passes, 1 when one fails, 2 when a file does not load.
-func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy test", stderr, "policy test [-v] FILE...")
-	verbose := fs.Bool("v", false, "list passing cases too")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runPolicyTest(ctx context.Context, o *policyTestOptions, pos []string, stdout, stderr io.Writer) error {
 	if len(pos) == 0 {
 		return usageError("policy test takes one or more test files")
 	}
@@ -109,7 +73,7 @@ func runPolicyTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 		// Nothing ran: the errors alone, no "0 passed, 0 failed".
 		return &exitError{code: 2}
 	}
-	failed := policy.FormatResults(stdout, results, *verbose)
+	failed := policy.FormatResults(stdout, results, o.verbose)
 	switch {
 	case loadFailed:
 		return &exitError{code: 2}

@@ -15,14 +15,7 @@ import (
 // runPolicyDiff prints the semantic difference between two policy files.
 // Exit 0 when they decide alike, 1 when they differ (like diff), 2 when one
 // does not load.
-func runPolicyDiff(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy diff", stderr, "policy diff [--json] [--all] OLD NEW")
-	asJSON := fs.Bool("json", false, "print the difference as one JSON object")
-	all := fs.Bool("all", false, "list every tool's effective level, not only those that change")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runPolicyDiff(o *policyDiffOptions, pos []string, stdout io.Writer) error {
 	if len(pos) != 2 {
 		return usageError("policy diff takes two policy files: OLD NEW")
 	}
@@ -39,14 +32,14 @@ func runPolicyDiff(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 2, msg: err.Error()}
 	}
 
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else if err := printPolicyDiff(stdout, out, *all); err != nil {
+	} else if err := printPolicyDiff(stdout, out, o.all); err != nil {
 		return err
 	}
 	if !out.Equal {

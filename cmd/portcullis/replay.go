@@ -21,35 +21,20 @@ import (
 // under a new policy (package replay) and prints every decision whose
 // outcome or level would change: a table, or JSON lines.
 
-func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("policy replay", stderr, "policy replay --policy NEW.yaml [--since 7d] [--until T] [--state DIR | --store URL] [--json]")
-	policyFlag := fs.String("policy", "", "the new policy `file` to replay the recorded calls under (default $PORTCULLIS_POLICY)")
-	since := fs.String("since", "", "replay decisions from this `time` (RFC 3339) or this long ago (90m, 24h, 7d); default: the whole log")
-	until := fs.String("until", "", "replay decisions before this `time` (RFC 3339) or this long ago")
-	asJSON := fs.Bool("json", false, "one JSON object per changed decision, then one summary object")
-	every := fs.Int64("progress", 100000, "report progress on stderr every `N` rows (0: never)")
-	// The replay reads every row of the log itself, and a damaged page is an
-	// error of that scan: SQLite's whole-file quick_check at open would read
-	// the file twice.
-	sf := stateFlags{perCall: true}
-	sf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runPolicyReplay(ctx context.Context, o *policyReplayOptions, pos []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageError("policy replay: unexpected argument %q (the policy goes in --policy)", pos[0])
 	}
-	path, err := policyPath(*policyFlag)
+	path, err := policyPath(o.policy)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	from, err := parseWhen(*since, now)
+	from, err := parseWhen(o.since, now)
 	if err != nil {
 		return usageError("--since: %v", err)
 	}
-	to, err := parseWhen(*until, now)
+	to, err := parseWhen(o.until, now)
 	if err != nil {
 		return usageError("--until: %v", err)
 	}
@@ -60,15 +45,15 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning: "+w.String())
 	}
-	if err := sf.mustExist(); err != nil {
+	if err := o.state.mustExist(); err != nil {
 		return err
 	}
-	st, err := sf.open(ctx, cliLogger(stderr))
+	st, err := o.state.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	dir, err := sf.dir(false)
+	dir, err := o.state.dir(false)
 	if err != nil {
 		return err
 	}
@@ -83,8 +68,8 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 	if home, err := os.UserHomeDir(); err == nil {
 		opts.HomeDir = home
 	}
-	if *every > 0 {
-		opts.ProgressEvery = *every
+	if o.progress > 0 {
+		opts.ProgressEvery = o.progress
 		opts.OnProgress = func(p replay.Progress) {
 			fmt.Fprintf(stderr, "replayed %s (up to row %d), %s so far…\n", plural(p.Scanned, "row"), p.Seq, plural(p.Changed, "change"))
 		}
@@ -92,7 +77,7 @@ func runPolicyReplay(ctx context.Context, args []string, stdout, stderr io.Write
 
 	out := bufio.NewWriterSize(stdout, 64<<10)
 	var table *tabwriter.Writer
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
 		opts.OnChange = func(c *replay.Change) error { return enc.Encode(c) }

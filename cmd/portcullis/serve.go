@@ -18,22 +18,14 @@ import (
 
 // runServe runs the HTTP gateway: the MCP endpoint on /mcp in front of the
 // configured upstreams, for agents with tokens.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", stderr, "serve --config portcullis.yaml")
-	cfgPath := fs.String("config", "portcullis.yaml", "gateway configuration `file`")
-	listen := fs.String("listen", "", "listen `address` (overrides the configuration)")
-	var of obsFlags
-	of.register(fs, false)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr io.Writer) error {
+	of := &o.obs
 	if len(pos) > 0 {
 		return usageError("serve takes no arguments; unexpected %q", pos[0])
 	}
-	cfg, err := server.LoadConfig(*cfgPath)
+	cfg, err := server.LoadConfig(o.config)
 	if errors.Is(err, os.ErrNotExist) {
-		return configMissing(*cfgPath, flagGiven(fs, "config"))
+		return configMissing(o.config, o.configGiven)
 	}
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
@@ -58,7 +50,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer cleanup()
 	srv := server.New(server.Options{
-		Config: cfg, Listen: *listen, Terminal: stdout, Stderr: stderr, Logger: log, Version: moduleVersion(),
+		Config: cfg, Listen: o.listen, Terminal: stdout, Stderr: stderr, Logger: log, Version: moduleVersion(),
 		OpenStore: func(ctx context.Context, state, store string) (portcullis.Store, string, error) {
 			sf := stateFlags{state: state, store: store}
 			st, err := sf.open(ctx, log)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 )
 
@@ -16,11 +15,4 @@ func configMissing(path string, named bool) error {
 		return &exitError{code: 2, msg: fmt.Sprintf("no gateway configuration at %s (--config): check the path, or start from %s", path, exampleConfig)}
 	}
 	return &exitError{code: 2, msg: fmt.Sprintf("no gateway configuration at %s (the default of --config) in this directory: pass --config FILE, or start from %s", path, exampleConfig)}
-}
-
-// flagGiven reports whether the command line set the flag.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"github.com/portcullis/portcullis/postgres"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/sqlite"
+
+	"github.com/spf13/pflag"
 )
 
 // stateFlags are the flags every stateful command takes.
@@ -25,7 +26,7 @@ type stateFlags struct {
 	perCall bool
 }
 
-func (s *stateFlags) register(fs *flag.FlagSet) {
+func (s *stateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.state, "state", "", "state `directory` (default $PORTCULLIS_STATE, else $XDG_STATE_HOME/portcullis)")
 	fs.StringVar(&s.store, "store", "", "store `URL`: sqlite:///path/portcullis.db or postgres://..., ?sync=process to trade power-loss durability for speed (default $PORTCULLIS_STORE, else SQLite in the state directory)")
 }

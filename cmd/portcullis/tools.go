@@ -16,16 +16,8 @@ import (
 
 // runTools lists the pinned MCP tool definitions, and accepts a changed
 // one on behalf of a person after showing what changed.
-func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("tools", stderr, "tools [--changed] | tools accept [--as NAME] UPSTREAM TOOL")
-	changedOnly := fs.Bool("changed", false, "list only tools whose definition changed and waits for a person")
-	as := fs.String("as", "", "who accepts (default $USER), recorded in the audit log")
-	var sf stateFlags
-	sf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runTools(ctx context.Context, o *toolsOptions, pos []string, stdout, stderr io.Writer) error {
+	sf := &o.state
 	log := cliLogger(stderr)
 	st, err := sf.open(ctx, log)
 	if err != nil {
@@ -49,7 +41,7 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				state = "NEW (held)"
 			case p.PendingHash != "":
 				state = "CHANGED (held)"
-			case *changedOnly:
+			case o.changed:
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Upstream, p.Tool, state, p.FirstSeen.UTC().Format("2006-01-02 15:04"), p.AcceptedBy)
@@ -75,7 +67,7 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		fmt.Fprintf(stdout, "The definition of %s (upstream %s) changed:\n%s\n", tool, upstream, definitionDiff(p.Definition, p.PendingDefinition))
 	}
-	who := *as
+	who := o.as
 	if who == "" {
 		who = os.Getenv("USER")
 	}

@@ -42,23 +42,10 @@ func actor() string {
 // runUnblock clears danger-zone blocks: with the challenge's code, by a new
 // code (--reissue), or as the administrator (--admin-token, for one agent
 // or --all).
-func runUnblock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("unblock", stderr, "unblock AGENT --challenge ID --code CODE | unblock AGENT --reissue | unblock (AGENT | --all) --admin-token TOKEN | unblock --list")
-	var sf stateFlags
-	sf.register(fs)
-	challenge := fs.String("challenge", "", "the challenge `id` the agent was given")
-	code := fs.String("code", "", "the verification `code` shown on a human channel")
-	reissue := fs.Bool("reissue", false, "replace a lost or expired code; the new one is printed here")
-	adminToken := fs.String("admin-token", "", "clear without a code, as the administrator (the token is in admin.token in the state directory)")
-	all := fs.Bool("all", false, "with --admin-token: clear every block")
-	list := fs.Bool("list", false, "list the blocked agents")
-	var nf notifyFlags
-	nf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if nf.set() && !*reissue {
+func runUnblock(ctx context.Context, o *unblockOptions, pos []string, stdout, stderr io.Writer) error {
+	sf, nf := &o.state, &o.notify
+	var err error
+	if nf.set() && !o.reissue {
 		return usageError("--notify-* applies only with --reissue (where the new code is sent)")
 	}
 	log := cliLogger(stderr)
@@ -83,7 +70,7 @@ func runUnblock(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	switch {
-	case *list:
+	case o.list:
 		if len(pos) > 0 {
 			return usageError("unblock --list takes no agent")
 		}
@@ -101,7 +88,7 @@ func runUnblock(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Agent, b.CreatedAt.UTC().Format(time.RFC3339), b.ChallengeID, oneLine(b.Reason, 80))
 		}
 		return tw.Flush()
-	case *adminToken != "":
+	case o.adminToken != "":
 		dir, err := sf.dir(true)
 		if err != nil {
 			return err
@@ -110,12 +97,12 @@ func runUnblock(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return fmt.Errorf("admin token: %w", err)
 		}
-		if subtle.ConstantTimeCompare([]byte(*adminToken), []byte(want)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(o.adminToken), []byte(want)) != 1 {
 			log.Warn("unblock refused", "severity", "HIGH", "type", "ADMIN_TOKEN_MISMATCH")
 			return &exitError{code: 1, msg: "wrong admin token"}
 		}
 		agents := pos
-		if *all {
+		if o.all {
 			if len(pos) > 0 {
 				return usageError("unblock --all takes no agent")
 			}
@@ -147,23 +134,23 @@ func runUnblock(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError("unblock takes one agent")
 	}
 	agent := pos[0]
-	if *reissue {
+	if o.reissue {
 		if _, err := g.ReissueChallenge(ctx, agent); err != nil {
 			return err
 		}
 		return nil
 	}
-	if *challenge == "" || *code == "" {
+	if o.challenge == "" || o.code == "" {
 		return usageError("unblock %s needs --challenge ID and --code CODE (or --reissue for a new code)", agent)
 	}
-	if err := g.Unblock(ctx, agent, *challenge, *code); err != nil {
+	if err := g.Unblock(ctx, agent, o.challenge, o.code); err != nil {
 		switch portcullis.ErrorCode(err) {
 		case portcullis.CodeVerificationFailed, portcullis.CodeRateLimited, portcullis.CodeNotFound:
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		return err
 	}
-	if err := auditHuman(ctx, st, portcullis.AuditUnblock, agent, "cleared with challenge "+*challenge); err != nil {
+	if err := auditHuman(ctx, st, portcullis.AuditUnblock, agent, "cleared with challenge "+o.challenge); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "unblocked %s\n", agent)

@@ -69,18 +69,13 @@ func currentBuild() buildInfo {
 	return b
 }
 
-func runVersion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", stderr, "version [--json]")
-	asJSON := fs.Bool("json", false, "print the build information as one JSON object")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
+func runVersion(o *versionOptions, pos []string, stdout io.Writer) error {
+	var err error
 	if len(pos) > 0 {
 		return usageError("version: unexpected argument %q", pos[0])
 	}
 	b := currentBuild()
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		return enc.Encode(b)

@@ -85,42 +85,31 @@ func witnessSources(specs []string, tokenFile string, stderr io.Writer) ([]audit
 	return out, nil
 }
 
-// runWitness runs a reference witness.
-func runWitness(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "serve" {
-		return usageError("witness needs a subcommand: serve")
-	}
-	fs := newFlagSet("witness serve", stderr, "witness serve --dir DIR [--listen ADDR] [--token-file FILE]")
-	dir := fs.String("dir", "", "keep the heads in this `directory`, NAME.jsonl for each gateway (required)")
-	listen := fs.String("listen", "127.0.0.1:8480", "listen on this `address`")
-	tokenFile := fs.String("token-file", "", "require this bearer token (read from `file`) on every request")
-	pos, err := parseArgs(fs, args[1:])
-	if err != nil {
-		return err
-	}
+// runWitnessServe runs a reference witness.
+func runWitnessServe(ctx context.Context, o *witnessServeOptions, pos []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageError("witness serve: unexpected argument %q", pos[0])
 	}
-	if *dir == "" {
+	if o.dir == "" {
 		return usageError("witness serve needs --dir")
 	}
-	if err := os.MkdirAll(*dir, 0o700); err != nil {
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return fmt.Errorf("witness directory: %w", err)
 	}
-	tok, err := witnessToken(*tokenFile, "")
+	tok, err := witnessToken(o.tokenFile, "")
 	if err != nil {
 		return usageError("--token-file: %v", err)
 	}
 	log := cliLogger(stderr)
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *listen, err)
+		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	srv := &http.Server{
-		Handler:           &witness.Server{Dir: *dir, Token: tok, Logger: log},
+		Handler:           &witness.Server{Dir: o.dir, Token: tok, Logger: log},
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
 	}
-	fmt.Fprintf(stdout, "portcullis: witness on http://%s/heads/NAME, heads kept in %s\n", ln.Addr(), *dir)
+	fmt.Fprintf(stdout, "portcullis: witness on http://%s/heads/NAME, heads kept in %s\n", ln.Addr(), o.dir)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
