@@ -137,6 +137,9 @@ func (e Env) Check(ctx context.Context, project string, only []Client, probe Pro
 		case Codex:
 			out = append(out, e.checkHooks(ctx, c, []string{filepath.Join(e.CodexHome, "hooks.json")}, []string{"PreToolUse"}, e.CodexHome, dir, probe)...)
 		case ClaudeDesktop:
+			if e.ConfigDir == "" {
+				continue
+			}
 			out = append(out, e.checkMCP(c, []string{filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")}, "")...)
 		case Cursor:
 			files := []string{filepath.Join(e.Home, ".cursor", "mcp.json")}
@@ -168,7 +171,7 @@ func (e Env) checkHooks(ctx context.Context, c Client, files, events []string, h
 	var out []Finding
 	found := false
 	var present []string
-	for _, file := range files {
+	for _, file := range unique(files) {
 		data, err := os.ReadFile(file)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -412,7 +415,7 @@ func (e Env) checkCodexTrust(f *Finding, hooksJSON []byte, event string, group, 
 // must run behind `portcullis mcp`.
 func (e Env) checkMCP(c Client, files []string, home string) []Finding {
 	var out []Finding
-	for _, file := range files {
+	for _, file := range unique(files) {
 		data, err := os.ReadFile(file)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -467,6 +470,18 @@ func (e Env) checkMCP(c Client, files []string, home string) []Finding {
 	if len(out) == 0 && home != "" && exists(home) {
 		out = append(out, Finding{Client: c, File: home, Status: NotProtected,
 			Why: []string{fmt.Sprintf("%s is installed and has no MCP configuration to check", c)}, Fix: e.fixInit(c, "")})
+	}
+	return out
+}
+
+// unique returns the files without repeats (a project that is the home
+// directory has the user's files as its own).
+func unique(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
 	}
 	return out
 }

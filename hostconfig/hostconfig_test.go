@@ -263,11 +263,17 @@ func TestWrapMCP(t *testing.T) {
   "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/w"], "env": {"A": "1"}},
   "remote": {"url": "https://mcp.example/mcp"}
 }}`, 0o644)
-	w := hostconfig.Wrap{Client: hostconfig.Cursor, Prefix: hostconfig.WrapperPrefix(e.bin, e.policy, "cursor"),
-		Add: &hostconfig.Server{Name: "everything", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}}}
+	w := hostconfig.Wrap{Client: hostconfig.Cursor, Prefix: hostconfig.WrapperPrefix(e.bin, e.policy, "cursor")}
 	got, err := e.WrapMCP(w)
 	if err != nil || !got.Changed {
 		t.Fatalf("WrapMCP = %+v, %v", got, err)
+	}
+	wrappedAll := readFile(t, path)
+	other := filepath.Join(e.Home, "everything.yaml")
+	add := hostconfig.Wrap{Client: hostconfig.Cursor, Prefix: hostconfig.WrapperPrefix(e.bin, other, "cursor"),
+		Add: &hostconfig.Server{Name: "everything", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}}}
+	if _, err := e.WrapMCP(add); err != nil {
+		t.Fatal(err)
 	}
 	var cfg struct {
 		MCPServers map[string]struct {
@@ -286,14 +292,17 @@ func TestWrapMCP(t *testing.T) {
 	if fsrv.Command != e.bin || strings.Join(fsrv.Args, " ") != strings.Join(want, " ") || fsrv.Env["A"] != "1" {
 		t.Errorf("filesystem = %+v; want %s %v with its env", fsrv, e.bin, want)
 	}
-	if ev := cfg.MCPServers["everything"]; ev.Command != e.bin || ev.Args[len(ev.Args)-1] != "@modelcontextprotocol/server-everything" {
+	if ev := cfg.MCPServers["everything"]; ev.Command != e.bin || ev.Args[2] != other || ev.Args[len(ev.Args)-1] != "@modelcontextprotocol/server-everything" {
 		t.Errorf("everything = %+v", ev)
 	}
 	if r := cfg.MCPServers["remote"]; r.URL == "" || r.Command != "" || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "portcullis serve") {
 		t.Errorf("remote = %+v, notes %q", r, got.Notes)
 	}
-	if again, err := e.WrapMCP(w); err != nil || again.Changed || readFile(t, path) != first {
-		t.Errorf("a second wrap changed the file: %v", err)
+	if again, err := e.WrapMCP(add); err != nil || again.Changed || readFile(t, path) != first {
+		t.Errorf("a second add changed the file: %v", err)
+	}
+	if !strings.Contains(wrappedAll, `"remote"`) || strings.Contains(wrappedAll, "everything") {
+		t.Errorf("wrapping the listed servers added one:\n%s", wrappedAll)
 	}
 }
 

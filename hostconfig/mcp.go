@@ -25,8 +25,9 @@ type Wrap struct {
 	// binary, "mcp" and its flags (WrapperPrefix builds them); "--" and
 	// the server follow.
 	Prefix []string
-	// Add is a server to add (or replace, by name) besides wrapping the
-	// ones already listed; nil adds none.
+	// Add is a server to add (or replace, by name), wrapped; the other
+	// servers are then left as they are (the prefix names a policy for
+	// this server). Nil wraps every server already listed.
 	Add *Server
 }
 
@@ -59,7 +60,8 @@ func wrapped(command string, args []string) (server []string, prefix []string, o
 
 // WrapMCP puts every stdio server of the client's MCP configuration
 // behind `portcullis mcp` — the server's own command and arguments follow
-// "--", its other settings (env, ...) are kept — and adds w.Add, wrapped.
+// "--", its other settings (env, ...) are kept — or, with w.Add, adds that
+// one server, wrapped.
 // A server already wrapped gets the new prefix (so installing again
 // changes nothing). A remote server (a url, no command) cannot be wrapped
 // and is reported in Notes. The previous file is kept as <file>.bak.
@@ -94,6 +96,9 @@ func (e Env) WrapMCP(w Wrap) (Installed, error) {
 	}
 	var notes []string
 	for _, name := range servers.keys {
+		if w.Add != nil {
+			break
+		}
 		entry, err := parseObject(servers.vals[name])
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("server %q is not an object: left as it is", name))
