@@ -50,6 +50,12 @@ type Call struct {
 	// ContextCaller. The decision API sets it to ContextAgent on every
 	// request made with an agent token, whatever the body says.
 	ContextSource ContextSource `json:"contextSource,omitempty"`
+	// Workdir is the absolute directory the agent works in, as its host
+	// states it (a host hook's cwd, the current directory of `portcullis
+	// exec`). A tool's outsideWorkdir level applies to a write whose path
+	// is not inside it. It is believed only from a trusted ContextSource:
+	// an agent's own word cannot move its writes inside.
+	Workdir string `json:"workdir,omitempty"`
 	// Upstream is what an MCP gateway knows of the called tool from the
 	// upstream server that offers it. It is set in process by the gateway,
 	// never decoded from a request: an agent cannot describe its own tool.

@@ -143,6 +143,10 @@ const (
 	// tool set was pinned; the call needs CONFIRM_SINGLE_USE and is not
 	// elevatable until a person accepts the tool.
 	FactToolNew Fact = "tool-new"
+	// FactOutsideWorkdir (route): the write's path is not inside the
+	// call's working directory (or the working directory is unknown or
+	// not believed), and the tool's outsideWorkdir level applied.
+	FactOutsideWorkdir Fact = "outside-workdir"
 	// FactNoVerdict (validator): the validator gave no verdict; the call is
 	// denied, fail closed.
 	FactNoVerdict Fact = "no-verdict"

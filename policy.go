@@ -69,6 +69,11 @@ type ToolPolicy struct {
 	// PathArg is `pathArg`: the argument holding a file path; writes to the
 	// policy document are policy-write.
 	PathArg string
+	// OutsideWorkdir is `outsideWorkdir`: the least level of a write
+	// (pathArg) whose path is not inside the call's working directory, or
+	// whose working directory is unknown or not believed (Call.Workdir);
+	// LevelUnset means the path does not matter.
+	OutsideWorkdir Level
 	// Redact is `redact`: argument names whose values the audit log does
 	// not keep (in addition to audit.redact).
 	Redact []string

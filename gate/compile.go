@@ -64,7 +64,10 @@ type route struct {
 	risk       portcullis.Risk
 	shellArg   string
 	pathArg    string
-	summary    *template.Template
+	// outsideWorkdir is the least level of a write outside the call's
+	// working directory (LevelUnset: the path does not matter).
+	outsideWorkdir portcullis.Level
+	summary        *template.Template
 	// trace is the route stage's result text, computed once.
 	trace string
 	// quoted is the name, quoted, for reasons.
@@ -137,17 +140,18 @@ func compile(p *portcullis.Policy, protected []string, home string) (*compiled, 
 			return nil, fmt.Errorf("tools[%d]: empty name", i)
 		}
 		r := &route{
-			name:       t.Name,
-			endpoint:   t.Endpoint,
-			base:       t.Level(),
-			elevatable: t.CanBeElevated,
-			rationale:  t.Rationale,
-			risk:       t.Risk,
-			shellArg:   t.ShellArg,
-			pathArg:    t.PathArg,
-			redact:     t.Redact,
-			level:      t.DefaultLevel,
-			mode:       t.Mode,
+			name:           t.Name,
+			endpoint:       t.Endpoint,
+			base:           t.Level(),
+			elevatable:     t.CanBeElevated,
+			rationale:      t.Rationale,
+			risk:           t.Risk,
+			shellArg:       t.ShellArg,
+			pathArg:        t.PathArg,
+			outsideWorkdir: t.OutsideWorkdir,
+			redact:         t.Redact,
+			level:          t.DefaultLevel,
+			mode:           t.Mode,
 		}
 		if t.Summary != "" {
 			tmpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Summary)

@@ -3,8 +3,10 @@ package gate
 import (
 	"context"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,7 +92,15 @@ func (e *eval) route() bool {
 		return true
 	}
 	if r.pathArg != "" && r.endpoint != portcullis.Read {
-		if path, ok := e.c.Args[r.pathArg].(string); ok && path != "" {
+		path, _ := e.c.Args[r.pathArg].(string)
+		if r.outsideWorkdir != portcullis.LevelUnset {
+			if outside := e.outsideWorkdir(path); outside != "" {
+				e.level = e.level.Stricter(r.outsideWorkdir)
+				e.routeFacts = append(e.routeFacts, portcullis.FactOutsideWorkdir)
+				result += "; " + outside + ": at least " + r.outsideWorkdir.String() + " (outsideWorkdir)"
+			}
+		}
+		if path != "" {
 			if e.pol.isProtected(path) {
 				e.level = portcullis.Deny
 				e.trace("route", result+"; path "+quote(path)+" is one of Portcullis's own files")
@@ -109,6 +119,60 @@ func (e *eval) route() bool {
 	}
 	e.trace("route", result)
 	return false
+}
+
+// outsideWorkdir says why the write of path is not inside the call's
+// working directory, or "" when it is. Unknown is outside: a missing or
+// non-string path, no working directory, one stated by the agent itself
+// (an untrusted ContextSource), a relative one, or a path that cannot be
+// resolved. Symbolic links of the parts that exist are followed, so a
+// link inside the directory to a file outside it is outside.
+func (e *eval) outsideWorkdir(path string) string {
+	dir := e.c.Workdir
+	switch {
+	case path == "":
+		return "no file path in argument " + quote(e.r.pathArg)
+	case dir == "":
+		return "path " + quote(path) + ": no working directory is known"
+	case !e.contextSource().Trusted():
+		return "path " + quote(path) + ": the working directory is the agent's own word"
+	case !filepath.IsAbs(dir):
+		return "path " + quote(path) + ": working directory " + quote(dir) + " is not absolute"
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	p, err1 := resolveExisting(path)
+	d, err2 := resolveExisting(dir)
+	if err1 != nil || err2 != nil {
+		return "path " + quote(path) + ": cannot tell whether it is inside working directory " + quote(dir)
+	}
+	if p == d || strings.HasPrefix(p, d+string(filepath.Separator)) || d == string(filepath.Separator) {
+		return ""
+	}
+	return "path " + quote(path) + " is outside working directory " + quote(dir)
+}
+
+// resolveExisting cleans the absolute path and follows the symbolic links
+// of its longest part that exists; the rest, not yet created, is appended.
+func resolveExisting(path string) (string, error) {
+	path = filepath.Clean(path)
+	var rest []string
+	for p := path; ; {
+		r, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", err
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }
 
 // factsMissing is the route stage's fact of a tool no upstream offers.

@@ -301,6 +301,9 @@ func (h *Handler) Decide(ctx context.Context, host Host, ev *Event) (Verdict, er
 		// the agent. Through a gateway the decision API marks it as the
 		// hook's agent's word, trusted only when the policy lists it.
 		c.ContextSource = portcullis.ContextHost
+		// The host's working directory, from its event: writes outside it
+		// may need more (a tool's outsideWorkdir).
+		c.Workdir = ev.Cwd
 		v, err := h.decideOne(ctx, host, ev, c)
 		if err != nil {
 			return Verdict{}, err

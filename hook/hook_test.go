@@ -380,3 +380,30 @@ func TestPatchFiles(t *testing.T) {
 		t.Errorf("PatchFiles (-want +got):\n%s", diff)
 	}
 }
+
+// TestWorkdirFromTheHost: the hook passes the host's cwd to the gate as
+// the call's working directory, so a tool's outsideWorkdir applies to a
+// write outside the project (here DENY, to tell it from the ask inside),
+// whichever way the path is written.
+func TestWorkdirFromTheHost(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\ntools:\n  Write: {endpoint: UPDATE, pathArg: file_path, defaultLevel: CONFIRM_SESSION, outsideWorkdir: DENY}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, pol)
+	h := f.handler(t, hook.Options{})
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{"/home/dev/project/main.go", "ask"},
+		{"main.go", "ask"},
+		{"/home/dev/.bashrc", "deny"},
+		{"../.bashrc", "deny"},
+		{"/home/dev/project/../.bashrc", "deny"},
+	} {
+		_, out, _ := run(t, h, hook.ClaudeCode{}, claudeEvent("Write", map[string]any{"file_path": tc.path, "content": "x"}))
+		if d, reason, _ := answerOf(t, out); d != tc.want {
+			t.Errorf("Write %s from cwd /home/dev/project: %s (%s); want %s", tc.path, d, reason, tc.want)
+		}
+	}
+}

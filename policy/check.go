@@ -235,6 +235,14 @@ func (c *checker) tools() {
 		if t.PathArg != "" && strings.TrimSpace(t.PathArg) == "" {
 			c.errorf(path{"tools", i, "pathArg"}, w.key("pathArg"), "empty (want the name of the argument that holds the file path)")
 		}
+		if t.OutsideWorkdir != portcullis.LevelUnset {
+			switch {
+			case t.PathArg == "":
+				c.errorf(path{"tools", i, "outsideWorkdir"}, w.key("outsideWorkdir"), "needs pathArg (the argument that holds the file path it judges)")
+			case t.Endpoint == portcullis.Read:
+				c.errorf(path{"tools", i, "outsideWorkdir"}, w.key("outsideWorkdir"), "applies to writes; this tool's endpoint is READ")
+			}
+		}
 	}
 	// Aliases after all names, so that an alias colliding with a later
 	// tool is found too.

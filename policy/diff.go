@@ -224,11 +224,20 @@ func (d *differ) tools(before, after []portcullis.ToolPolicy) {
 		d.field("mode", string(a.Mode), string(b.Mode))
 		d.field("shellArg", a.ShellArg, b.ShellArg)
 		d.field("pathArg", a.PathArg, b.PathArg)
+		d.field("outsideWorkdir", levelString(a.OutsideWorkdir), levelString(b.OutsideWorkdir))
 		d.list("aliases", a.Aliases, b.Aliases)
 		d.list("redact", a.Redact, b.Redact)
 		d.field("summary", a.Summary, b.Summary)
 		d.field("rationale", a.Rationale, b.Rationale)
 	}
+}
+
+// levelString is l's name, or "" when unset.
+func levelString(l portcullis.Level) string {
+	if l == portcullis.LevelUnset {
+		return ""
+	}
+	return l.String()
 }
 
 // toolLevel is the tool's base level, saying when it is the endpoint's
@@ -256,6 +265,9 @@ func toolSummary(t *portcullis.ToolPolicy) string {
 	}
 	if t.PathArg != "" {
 		parts = append(parts, "pathArg "+t.PathArg)
+	}
+	if t.OutsideWorkdir != portcullis.LevelUnset {
+		parts = append(parts, "outsideWorkdir "+t.OutsideWorkdir.String())
 	}
 	if len(t.Aliases) > 0 {
 		parts = append(parts, "aliases "+listString(t.Aliases))

@@ -15,7 +15,7 @@ import (
 // The keys of each mapping of the policy file, in the order of DESIGN.md.
 var (
 	topKeys             = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit", "upstreamRequests"}
-	toolKeys            = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "redact", "mode"}
+	toolKeys            = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "outsideWorkdir", "redact", "mode"}
 	elementKeys         = []string{"name", "type", "active", "gatekeeper", "autonomy"}
 	gatekeeperKeys      = []string{"allow", "confirm", "deny", "scope"}
 	scopeKeys           = []string{"allowedTypes", "blockedTypes"}
@@ -475,6 +475,8 @@ func (p *parser) tool(name string, k, v *yaml.Node) portcullis.ToolPolicy {
 			t.ShellArg = p.argName(v, w, "command")
 		case "pathArg":
 			t.PathArg = p.argName(v, w, "file path")
+		case "outsideWorkdir":
+			t.OutsideWorkdir = p.level(v, w)
 		case "redact":
 			t.Redact = p.argNames(v, w)
 		case "mode":
