@@ -21,6 +21,7 @@ import (
 const hookHelp = `hook HOST [--policy FILE] [--state DIR | --store URL | --gateway URL] [--hold] [flags] < event.json
        hook install claude-code [--project | --user] --policy FILE [--hold]
        hook install codex --policy FILE [--hold]
+       hook install gemini [--project | --user] --policy FILE [--hold]
 
 HOST is claude-code, codex or gemini. The hook reads one event on stdin and
 answers on stdout in the host's format; a failure of any kind answers deny
@@ -34,7 +35,7 @@ with exit status 2.`
 // ahead").
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "install" {
-		return runHookInstall(ctx, args[1:], stdout, stderr)
+		return runCobra(ctx, newHookInstallCmd(), args[1:], stdin, stdout, stderr)
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintf(stderr, "Usage: portcullis %s\n", hookHelp)

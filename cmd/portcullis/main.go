@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -98,6 +100,13 @@ Usage:
                                              add the hook to Claude Code's settings (merged, with a backup)
   portcullis hook install codex --policy FILE
                                              add Codex's hooks to $CODEX_HOME/hooks.json and trust them in config.toml
+  portcullis hook install gemini [--project|--user] --policy FILE
+                                             add the hook to Gemini CLI's settings (merged, with a backup)
+  portcullis init claude-code|codex|gemini|claude-desktop|cursor [--project]
+                                             protect a client: a starter policy, its hook or MCP wrapper, then doctor
+  portcullis init mcp [--client claude-desktop|cursor] -- SERVER...
+                                             classify an MCP server's tools into a policy for review; add it wrapped to a client
+  portcullis doctor [CLIENT...] [--json]     is each installed client protected? why not, and the command that fixes it
   portcullis exec [--policy FILE] -- CMD...  decide a shell command, wait for a person if one must approve it, run it (-c 'CMDS': shell commands)
   portcullis version [--json]                the version, commit and build date
   portcullis completion bash|zsh|fish        a shell completion script
@@ -111,6 +120,17 @@ The policy file may also be named by $PORTCULLIS_POLICY.
 Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings, or diff or replay found changes), 2 bad input.
 See docs/POLICY.md for the policy file and docs/ARCHITECTURE.md for the pipeline.
 `
+
+// runCobra runs a command built with cobra under the flag-package
+// dispatcher of run.
+func runCobra(ctx context.Context, c *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c.SetArgs(args)
+	c.SetIn(stdin)
+	c.SetOut(stdout)
+	c.SetErr(stderr)
+	c.SilenceErrors, c.SilenceUsage = true, true
+	return c.ExecuteContext(ctx)
+}
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -155,6 +175,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExec(ctx, rest, stdin, stdout, stderr)
 	case "version":
 		return runVersion(rest, stdout, stderr)
+	case "init":
+		return runCobra(ctx, newInitCmd(), rest, stdin, stdout, stderr)
+	case "doctor":
+		return runCobra(ctx, newDoctorCmd(), rest, stdin, stdout, stderr)
 	case "completion":
 		return runCompletion(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
