@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"time"
 )
 
@@ -65,7 +66,7 @@ type Call struct {
 // UpstreamTool is an MCP gateway's knowledge of a called tool: whether any
 // upstream offers it, its pinned MCP annotations, whether the operator
 // trusts them, and whether its definition changed (or the tool is new)
-// since a person last accepted it. The route stage uses it (DESIGN.md,
+// since a person last accepted it. The route stage uses it (docs/ARCHITECTURE.md,
 // stage 3).
 type UpstreamTool struct {
 	// Server names the upstream that offers the tool.
@@ -294,7 +295,7 @@ func describeJSONError(err error) string {
 		return fmt.Sprintf("malformed JSON at byte %d: %v", syn.Offset, err)
 	case errors.As(err, &typ):
 		if typ.Field != "" {
-			return fmt.Sprintf("field %q: got JSON %s, want %s", typ.Field, typ.Value, jsonKind(typ.Type.String()))
+			return fmt.Sprintf("field %q: got JSON %s, want %s", typ.Field, typ.Value, jsonKind(typ.Type))
 		}
 		return fmt.Sprintf("got JSON %s, want a request object", typ.Value)
 	case err == io.EOF:
@@ -305,18 +306,20 @@ func describeJSONError(err error) string {
 	return err.Error()
 }
 
-func jsonKind(goType string) string {
-	switch goType {
-	case "string", "portcullis.GrantKind", "portcullis.StepOutcome":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "int", "float64", "*float64":
-		return "a number"
-	case "map[string]interface {}":
-		return "an object"
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	if len(goType) > 2 && goType[:2] == "[]" {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
 		return "an array"
 	}
 	return "an object"

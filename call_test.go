@@ -1,6 +1,8 @@
 package portcullis_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -201,5 +203,40 @@ func TestRedactArgs(t *testing.T) {
 	}
 	if got := portcullis.RedactArgs(nil, []string{"token"}); got != nil {
 		t.Fatalf("RedactArgs(nil) = %v", got)
+	}
+}
+
+// TestArgsDigestForm checks each rule of the argument digest's canonical
+// form as docs/STORAGE.md states it, so that a verifier in another
+// language computes the same digest.
+func TestArgsDigestForm(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		form string
+	}{
+		{"no arguments", nil, `{}`},
+		{"an empty object", map[string]any{}, `{}`},
+		{"keys sorted by bytes, no whitespace", map[string]any{"b": true, "a": nil, "B": false, "é": "x", "aa": []any{}}, `{"B":false,"a":null,"aa":[],"b":true,"é":"x"}`},
+		{"nested objects sorted too", map[string]any{"z": map[string]any{"y": 1, "x": 2}}, `{"z":{"x":2,"y":1}}`},
+		{"numbers as written", map[string]any{"n": json.Number("1.50"), "e": json.Number("1e3"), "i": json.Number("-0")}, `{"e":1e3,"i":-0,"n":1.50}`},
+		{"quote and backslash", map[string]any{"s": `a"b\c`}, `{"s":"a\"b\\c"}`},
+		{"short escapes", map[string]any{"s": "\b\f\n\r\t"}, `{"s":"\b\f\n\r\t"}`},
+		{"other control characters", map[string]any{"s": "\x00\x1f"}, `{"s":"\u0000\u001f"}`},
+		{"HTML characters", map[string]any{"s": "<a>&"}, `{"s":"\u003ca\u003e\u0026"}`},
+		{"line and paragraph separators", map[string]any{"s": "\u2028\u2029"}, `{"s":"\u2028\u2029"}`},
+		{"invalid UTF-8, each byte", map[string]any{"s": "a\xff\xfeb"}, `{"s":"a\ufffd\ufffdb"}`},
+		{"other characters as UTF-8", map[string]any{"s": "é€😀/"}, `{"s":"é€😀/"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := portcullis.ArgsDigest(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256([]byte(tc.form))
+			if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
+				t.Errorf("ArgsDigest = %s; want the digest of %s (%s)", got, tc.form, want)
+			}
+		})
 	}
 }

@@ -39,7 +39,7 @@ var layers = map[string][]string{
 	"mcpgw":           {"", "internal/guard"},
 }
 
-// TestImportRules enforces the layering of DESIGN.md with `go list`, the way
+// TestImportRules enforces the layering of docs/ARCHITECTURE.md ("Packages") with `go list`, the way
 // tailscale's deptest does. Packages not named in layers are adapters.
 func TestImportRules(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {

@@ -138,7 +138,7 @@ const (
 	SourceMode             Source = "mode"
 )
 
-// Risk is a tool's static risk annotation (seed 004). The empty Risk means
+// Risk is a tool's static risk annotation (Dispatch's, docs/POLICY.md `risk`). The empty Risk means
 // the tool is not annotated.
 type Risk string
 
@@ -206,7 +206,8 @@ func ParseElementType(s string) (ElementType, error) {
 }
 
 // ungatable are the recovery operations no policy can gate, so the human
-// path can never be locked out (seed 001).
+// path can never be locked out (as in DollhouseMCP's Gatekeeper; see
+// docs/ARCHITECTURE.md, "Who may override what").
 var ungatable = [...]string{"verify_challenge", "release_deadlock", "approve_cli_permission", "permission_prompt"}
 
 // ConfirmOperation is the operation whose denial by an element puts the

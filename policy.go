@@ -78,7 +78,7 @@ type ToolPolicy struct {
 	// not keep (in addition to audit.redact).
 	Redact []string
 	// Mode is `mode`: this tool's enforcement mode (enforce, shadow or off),
-	// overriding the policy's; "" means the policy's. Seed 004's per-tool
+	// overriding the policy's; "" means the policy's. Dispatch's per-tool
 	// rollout: a tool in shadow is evaluated and recorded but let through.
 	Mode Mode
 	// Line is the line of the entry in the policy file (0 when built in code).
@@ -137,7 +137,7 @@ const (
 	Aggressive   RiskTolerance = "aggressive"
 )
 
-// Autonomy is an agent's `autonomy` envelope (seed 002).
+// Autonomy is an agent's `autonomy` envelope (docs/ARCHITECTURE.md, stage "autonomy").
 type Autonomy struct {
 	// RiskTolerance is `riskTolerance` (default moderate).
 	RiskTolerance RiskTolerance

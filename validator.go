@@ -22,12 +22,12 @@ type ValidationMode string
 
 // The validation modes.
 const (
-	// ValidateStateless sees only the ground rules and the action (seed 003,
+	// ValidateStateless sees only the ground rules and the action (h-cli's "Asimov" gate,
 	// h-cli's "Asimov" gate): nothing the agent was told can charm it.
 	ValidateStateless ValidationMode = "stateless"
 	// ValidateContextual also sees the conversation, the user's prose policy,
 	// the trigger of an automated run and whether the user is present
-	// (seed 004, Dispatch).
+	// (Dispatch's permission gate).
 	ValidateContextual ValidationMode = "contextual"
 )
 

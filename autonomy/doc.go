@@ -1,5 +1,5 @@
 // Package autonomy decides whether an autonomous agent may take its next
-// step: the autonomy evaluator of seed 002 (DollhouseMCP's
+// step: the autonomy evaluator (DollhouseMCP's
 // autonomyEvaluator), its safety tiers and danger-zone patterns, and the risk
 // score the gate derives from a call's classification.
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/portcullis/portcullis"
 )
 
-// Tier is the safety tier of an agent's next action (seed 002's tiered
+// Tier is the safety tier of an agent's next action (the tiered
 // safety system): how much human involvement it needs before it runs.
 type Tier string
 

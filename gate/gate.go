@@ -1,5 +1,5 @@
 // Package gate is Portcullis's decision engine: Gate.Decide runs a call
-// through the pipeline of DESIGN.md (mode, route, elements, confirmation)
+// through the pipeline of docs/ARCHITECTURE.md (mode, route, elements, ...)
 // and returns one of four permission levels and an outcome, with a trace of
 // every stage.
 //
@@ -8,9 +8,9 @@
 // It must never let a call through on an error: a failed store, an invalid
 // request or a panic in a stage yields a DENY with FailClosed set.
 //
-// Stages added by later work (danger zone, autonomy, validator, retry guard,
-// audit) plug into decide in the order DESIGN.md gives, each able only to end
-// the decision or make it stricter.
+// The stages run in the order docs/ARCHITECTURE.md ("The decision
+// pipeline") gives and says why each exists; each can only end the
+// decision or make it stricter.
 package gate
 
 import (
@@ -82,7 +82,7 @@ func WithProtectedPaths(paths ...string) Option {
 // WithRequestOverrides lets requests replace what the gate would otherwise
 // know: the active elements (`activeElements`), existing grants (`grants`),
 // and the run state (`run` step, previous outcome, risk score, next-action
-// hint, trigger). DESIGN.md keeps these for testing and explaining; only a
+// hint, trigger). The request contract keeps these for testing and explaining; only a
 // trusted caller may use them (`portcullis decide`, `explain`, `policy
 // test`). Without this option they are ignored, so an agent cannot drop a
 // restrictive element, approve itself, or claim a harmless step.

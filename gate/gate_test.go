@@ -52,7 +52,7 @@ func TestCases(t *testing.T) {
 		}
 	}
 	if total < 100 {
-		t.Errorf("only %d data-driven cases; the scenarios of seed 001 need more", total)
+		t.Errorf("only %d data-driven cases; the Gatekeeper scenarios need more", total)
 	}
 }
 

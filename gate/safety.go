@@ -53,7 +53,7 @@ func (e *eval) shellCommand(r *route, result *string) bool {
 	return false
 }
 
-// autonomyStage re-authorizes a step of an autonomous run (seed 002): the
+// autonomyStage re-authorizes a step of an autonomous run (docs/ARCHITECTURE.md, stage "autonomy"): the
 // step budget, the previous step's outcome, the approval patterns, the
 // safety tier and the risk tolerance. A pause needs a person
 // (CONFIRM_SINGLE_USE, AUTONOMY_PAUSE); a stop blocks the agent in the

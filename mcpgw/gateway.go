@@ -1,7 +1,7 @@
 // Package mcpgw is Portcullis's MCP gateway: an MCP server to the agent's
 // client and an MCP client of one or more upstream MCP servers, built on
 // the official Go SDK. Everything but tools/call passes through; every
-// tools/call is decided by the gate first (DESIGN.md, "Entry points").
+// tools/call is decided by the gate first (docs/ARCHITECTURE.md, "The MCP gateway").
 //
 // The same Gateway serves the stdio wrapper (`portcullis mcp -- <server>`:
 // one upstream, one client session, tool names unchanged) and the HTTP

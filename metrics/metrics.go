@@ -82,7 +82,7 @@ type Metrics struct {
 	outcomeObs map[portcullis.Outcome]prometheus.Observer
 }
 
-// stages are the pipeline's stages (DESIGN.md), and request for a call
+// stages are the pipeline's stages (docs/ARCHITECTURE.md), and request for a call
 // rejected before it.
 var stages = []string{"request", "mode", "danger_zone", "route", "elements", "autonomy", "validator", "confirmation", "retry_guard", "audit"}
 

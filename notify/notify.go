@@ -100,6 +100,10 @@ func summary(n portcullis.Notice, withCode bool) string {
 			fmt.Fprintf(&b, " (session %s)", clean(n.Session))
 		}
 		fmt.Fprintf(&b, ": %s", clean(n.Reason))
+		if n.ChallengeID != "" {
+			id := clean(n.ChallengeID)
+			fmt.Fprintf(&b, " | answer it: portcullis approve %s, or portcullis deny %s --reason TEXT", id, id)
+		}
 	case portcullis.NoticePendingLimit:
 		fmt.Fprintf(&b, "too many requests waiting: %s", clean(n.Reason))
 	default:

@@ -142,3 +142,20 @@ func TestLinkedSetsTheLinkEveryChannelShows(t *testing.T) {
 		t.Fatalf("a notice's own link was replaced: %q", buf.String())
 	}
 }
+
+// TestApprovalLineSaysHowToAnswer: the terminal line of a call waiting
+// for a person gives the commands that answer it, beside the console link.
+func TestApprovalLineSaysHowToAnswer(t *testing.T) {
+	var b strings.Builder
+	n := approvalNotice()
+	n.ChallengeID = "apr_7x"
+	n.Link = "http://127.0.0.1:8470/approvals/apr_7x"
+	if err := notify.NewWriter(&b).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"portcullis approve apr_7x", "portcullis deny apr_7x --reason", n.Link} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("line %q does not say %q", b.String(), want)
+		}
+	}
+}

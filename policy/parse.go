@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The keys of each mapping of the policy file, in the order of DESIGN.md.
+// The keys of each mapping of the policy file, in the order docs/POLICY.md lists them.
 var (
 	topKeys             = []string{"version", "mode", "unknownTools", "tools", "policyDocument", "elements", "shell", "validator", "migrations", "approvals", "audit", "upstreamRequests"}
 	toolKeys            = []string{"endpoint", "defaultLevel", "canBeElevated", "rationale", "summary", "risk", "aliases", "shellArg", "pathArg", "outsideWorkdir", "redact", "mode"}

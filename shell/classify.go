@@ -66,7 +66,7 @@ func (c Category) Band() (lo, hi int) {
 }
 
 // Classification is the verdict on one command line. Its JSON form is the
-// contract of DESIGN.md ("Shell classification").
+// contract of docs/SHELL.md.
 type Classification struct {
 	// Category is the category of the most dangerous part of the line.
 	Category Category `json:"category"`

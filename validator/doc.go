@@ -7,10 +7,10 @@
 // model call in time; the transport is a portcullis.Model (validator/anthropic,
 // validator/openai, validator/command, or a fake in tests). Two modes:
 //
-//   - stateless (seed 003, h-cli's "Asimov" gate): the model sees the ground
+//   - stateless (h-cli's "Asimov" gate): the model sees the ground
 //     rules file and the action, nothing else — no conversation, no trigger,
 //     no presence — so nothing the agent was told can charm it;
-//   - contextual (seed 004, Dispatch): the model also sees the user's prose
+//   - contextual (Dispatch): the model also sees the user's prose
 //     policy document, the conversation (the user's own newest messages first,
 //     then the newest agent and tool messages, with a count of each left
 //     out), the trigger of an automated run and whether the user is present.

@@ -16,6 +16,7 @@ import (
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/policy"
+	"github.com/spf13/cobra"
 )
 
 const hookHelp = `hook HOST [--policy FILE] [--state DIR | --store URL | --gateway URL] [--hold] [flags] < event.json
@@ -27,6 +28,14 @@ HOST is claude-code, codex or gemini. The hook reads one event on stdin and
 answers on stdout in the host's format; a failure of any kind answers deny
 with exit status 2.`
 
+// hookCmd is `portcullis hook`: the hook itself (its flags parsed by
+// runHook), with `hook install` as a subcommand of its own.
+func hookCmd() *cobra.Command {
+	c := legacyCmd("hook", "a host's tool hook", runHook)
+	c.AddCommand(newHookInstallCmd())
+	return c
+}
+
 // runHook is `portcullis hook HOST`: one host hook event on stdin, decided,
 // answered on stdout. Everything that goes wrong before the event is
 // decided — a bad flag, a policy that does not load, a store that does not
@@ -34,9 +43,6 @@ with exit status 2.`
 // status 2, never with exit status 1 (which Claude Code takes as "go
 // ahead").
 func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "install" {
-		return runCobra(ctx, newHookInstallCmd(), args[1:], stdin, stdout, stderr)
-	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintf(stderr, "Usage: portcullis %s\n", hookHelp)
 		return usageError("hook needs the host: %s", hook.HostNames())

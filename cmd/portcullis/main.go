@@ -16,8 +16,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-
-	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -121,72 +119,13 @@ Exit status: 0 success, 1 a policy test failed (or lint --strict found warnings,
 See docs/POLICY.md for the policy file and docs/ARCHITECTURE.md for the pipeline.
 `
 
-// runCobra runs a command built with cobra under the flag-package
-// dispatcher of run.
-func runCobra(ctx context.Context, c *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c.SetArgs(args)
-	c.SetIn(stdin)
-	c.SetOut(stdout)
-	c.SetErr(stderr)
-	c.SilenceErrors, c.SilenceUsage = true, true
-	return c.ExecuteContext(ctx)
-}
-
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return &exitError{code: 2}
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "decide":
-		return runDecide(ctx, rest, stdin, stdout, stderr)
-	case "explain":
-		return runExplain(ctx, rest, stdin, stdout, stderr)
-	case "policy":
-		return runPolicy(ctx, rest, stdout, stderr)
-	case "classify":
-		return runClassify(ctx, rest, stdin, stdout, stderr)
-	case "audit":
-		return runAudit(ctx, rest, stdout, stderr)
-	case "unblock":
-		return runUnblock(ctx, rest, stdout, stderr)
-	case "approvals":
-		return runApprovals(ctx, rest, stdout, stderr)
-	case "approve":
-		return runApprove(ctx, rest, stdout, stderr)
-	case "deny":
-		return runDeny(ctx, rest, stdout, stderr)
-	case "grants":
-		return runGrants(ctx, rest, stdout, stderr)
-	case "mcp":
-		return runMCP(ctx, rest, stdin, stdout, stderr)
-	case "serve":
-		return runServe(ctx, rest, stdout, stderr)
-	case "witness":
-		return runWitness(ctx, rest, stdout, stderr)
-	case "bench":
-		return runBench(ctx, rest, stdout, stderr)
-	case "tools":
-		return runTools(ctx, rest, stdout, stderr)
-	case "hook":
-		return runHook(ctx, rest, stdin, stdout, stderr)
-	case "exec":
-		return runExec(ctx, rest, stdin, stdout, stderr)
-	case "version":
-		return runVersion(rest, stdout, stderr)
-	case "init":
-		return runCobra(ctx, newInitCmd(), rest, stdin, stdout, stderr)
-	case "doctor":
-		return runCobra(ctx, newDoctorCmd(), rest, stdin, stdout, stderr)
-	case "completion":
-		return runCompletion(ctx, rest, stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	fmt.Fprint(stderr, usage)
-	return usageError("unknown command %q", cmd)
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContext(ctx)
 }
 
 // newFlagSet returns a flag set that reports errors through run's error

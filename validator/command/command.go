@@ -1,5 +1,5 @@
 // Package command is a portcullis.Model that runs a configured program —
-// h-cli's `claude -p --model haiku` (seed 003) or any program that reads a
+// h-cli's `claude -p --model haiku` or any program that reads a
 // prompt on stdin and prints an answer — once per question.
 //
 // It transports, it does not judge: the answer is returned as free text
