@@ -89,11 +89,11 @@ func (e Env) SettingsFile(client Client, scope Scope, project string) (string, e
 	case client == Codex && scope == UserScope:
 		return filepath.Join(e.CodexHome, "hooks.json"), nil
 	case client == Codex:
-		return "", errors.New("Codex's hooks are installed for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: a project install does not apply")
+		return "", errors.New("hooks for Codex are installed for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: a project install does not apply")
 	case client == ClaudeDesktop && scope == UserScope:
 		return filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json"), nil
 	case client == ClaudeDesktop:
-		return "", errors.New("Claude Desktop has no project configuration: install for the user")
+		return "", errors.New("there is no project configuration for Claude Desktop: install for the user")
 	case client == Cursor && scope == UserScope:
 		return filepath.Join(e.Home, ".cursor", "mcp.json"), nil
 	case client == Cursor:
