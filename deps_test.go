@@ -22,8 +22,20 @@ var layers = map[string][]string{
 	"shell":     {""},
 	"gate":      {"", "policy", "autonomy", "shell"},
 	"storetest": {""},
+	// What a policy change would do, asked of the gate: policy diff
+	// compares two policies' levels, policy replay re-decides an audit
+	// log. Neither opens a store or formats output.
+	"policydiff": {"", "policy", "gate"},
+	"replay":     {"", "gate"},
+	// The recorded audit log of replay's tests and benchmarks.
+	"replay/replaytest": {"", "gate", "policy", "sqlite"},
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
+	// The people's side of approvals and the audit log's readers take
+	// the gate, the store, the client and the witnesses as interfaces of
+	// their own: they import only the root.
+	"approvals": {""},
+	"auditlog":  {""},
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
 	"validator/internal/failure": {},
@@ -37,6 +49,9 @@ var layers = map[string][]string{
 	"httpapi":         {"", "internal/guard"},
 	"httpapi/console": {"", "internal/guard"},
 	"mcpgw":           {"", "internal/guard"},
+	// The shell gate behind `portcullis exec` sees the gate as a Decider
+	// and a Holder, as the hook does.
+	"shellgate": {""},
 }
 
 // TestImportRules enforces the layering of docs/ARCHITECTURE.md ("Packages") with `go list`, the way

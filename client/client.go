@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -83,6 +84,20 @@ func (e *Error) Error() string {
 // Unwrap returns the error as a *portcullis.Error.
 func (e *Error) Unwrap() error { return &portcullis.Error{Code: e.Code, Message: e.Message} }
 
+// UnreachableError says that no gateway answers at the client's URL: the
+// connection could not be made (refused, no route, no such host), so no
+// request reached a gateway.
+type UnreachableError struct {
+	Gateway string // the gateway's scheme and host: http://127.0.0.1:8080
+	Err     error  // why the connection failed
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("client: no gateway answers at %s: %v", e.Gateway, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // maxResponse bounds an answer the client reads.
 const maxResponse = 64 << 20
 
@@ -122,6 +137,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "dial" && ctx.Err() == nil {
+			return 0, &UnreachableError{Gateway: c.base.Scheme + "://" + c.base.Host, Err: oe.Err}
+		}
 		return 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()

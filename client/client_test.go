@@ -259,4 +259,13 @@ func TestGatewayDown(t *testing.T) {
 	if err == nil || d.Allowed() {
 		t.Fatalf("Decide with no gateway = %s, %v; want an error and no allow", d.Outcome, err)
 	}
+	var ue *client.UnreachableError
+	if !errors.As(err, &ue) || ue.Gateway != "http://"+addr || ue.Err == nil {
+		t.Fatalf("Decide with no gateway = %v; want an *UnreachableError naming http://%s and the cause", err, addr)
+	}
+	// A gateway that answers, even with an error, is reachable.
+	_, person, _, _ := gateway(t)
+	if _, err := person.Approval(context.Background(), "apr_nope"); errors.As(err, &ue) || portcullis.ErrorCode(err) != portcullis.CodeNotFound {
+		t.Fatalf("Approval(unknown) = %v; want NOT_FOUND and no UnreachableError", err)
+	}
 }

@@ -139,15 +139,26 @@ type Options struct {
 	Timeout time.Duration
 	// MCPNames names MCP tools the policy does not name in full.
 	MCPNames MCPNames
+	// DeferMCP names MCP servers that run behind a Portcullis MCP wrapper
+	// (`portcullis mcp`), which decides their calls: a call of one of
+	// their tools is answered allow without a decision here, when every
+	// definition MCPServers returns for the server is wrapped. See
+	// MCPServer.
+	DeferMCP []string
+	// MCPServers returns the host's definitions of the MCP server a tool
+	// name calls server (ClaudeMCPServers for Claude Code). Required with
+	// DeferMCP.
+	MCPServers func(server string) ([]MCPServer, error)
 	// Logger receives internal errors; nil discards.
 	Logger *slog.Logger
 }
 
 // Handler answers host hook events. It is safe for concurrent use.
 type Handler struct {
-	opts  Options
-	tools *resolver
-	log   *slog.Logger
+	opts     Options
+	tools    *resolver
+	deferMCP map[string]bool
+	log      *slog.Logger
 }
 
 // New returns a handler.
@@ -168,9 +179,18 @@ func New(opts Options) (*Handler, error) {
 	default:
 		return nil, fmt.Errorf("hook: unknown MCP naming %q (want tool or full)", opts.MCPNames)
 	}
-	h := &Handler{opts: opts, tools: newResolver(opts.Policy, opts.MCPNames), log: opts.Logger}
+	h := &Handler{opts: opts, tools: newResolver(opts.Policy, opts.MCPNames), deferMCP: map[string]bool{}, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	for _, s := range opts.DeferMCP {
+		if err := CheckMCPServerName(s); err != nil {
+			return nil, fmt.Errorf("hook: %w", err)
+		}
+		h.deferMCP[s] = true
+	}
+	if len(h.deferMCP) > 0 && opts.MCPServers == nil {
+		return nil, errors.New("hook: MCP servers to defer, but no way to read the host's MCP servers")
 	}
 	return h, nil
 }
@@ -292,6 +312,15 @@ func (h *Handler) Decide(ctx context.Context, host Host, ev *Event) (Verdict, er
 	}
 	var worst Verdict
 	for i, a := range acts {
+		if ok, why := h.deferred(a); ok {
+			v := deferredVerdict(a)
+			if i == 0 || v.Behavior.stricter(worst.Behavior) {
+				worst = v
+			}
+			continue
+		} else if why != "" {
+			h.log.Warn("hook: MCP server not deferred to its wrapper: the call is decided here", "tool", a.hostTool, "why", why)
+		}
 		c := h.tools.call(a)
 		c.Session = ev.SessionID
 		c.Agent = agent

@@ -19,6 +19,37 @@ import (
 	"github.com/portcullis/portcullis"
 )
 
+// withCacheScope fills the cacheScope the protocol requires on list and
+// read results, which the SDK fills only on results it builds itself: a
+// client that checks it (Claude Code does) refuses a result without it.
+// The gateway's answers depend on the session (tools the policy denies it
+// are hidden), so they are "private"; a scope already set is kept.
+func withCacheScope[R interface {
+	mcp.Result
+	GetCacheScope() string
+}](r R, err error) (mcp.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	var c *mcp.Cacheable
+	switch r := any(r).(type) {
+	case *mcp.ListToolsResult:
+		c = &r.Cacheable
+	case *mcp.ListPromptsResult:
+		c = &r.Cacheable
+	case *mcp.ListResourcesResult:
+		c = &r.Cacheable
+	case *mcp.ListResourceTemplatesResult:
+		c = &r.Cacheable
+	case *mcp.ReadResourceResult:
+		c = &r.Cacheable
+	}
+	if c != nil && c.CacheScope == "" {
+		c.CacheScope = "private"
+	}
+	return r, nil
+}
+
 // receive is the gateway's receiving middleware: it answers the methods
 // that concern the upstreams and leaves the protocol's own (initialize,
 // ping, notifications) to the SDK.
@@ -31,17 +62,17 @@ func (g *Gateway) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			return g.callTool(ctx, req.(*mcp.CallToolRequest))
 		case "tools/list":
-			return g.listTools(ctx, req.(*mcp.ListToolsRequest))
+			return withCacheScope(g.listTools(ctx, req.(*mcp.ListToolsRequest)))
 		case "prompts/list":
-			return g.listPrompts(ctx, req.(*mcp.ListPromptsRequest))
+			return withCacheScope(g.listPrompts(ctx, req.(*mcp.ListPromptsRequest)))
 		case "prompts/get":
 			return g.getPrompt(ctx, req.(*mcp.GetPromptRequest))
 		case "resources/list":
-			return g.listResources(ctx, req.(*mcp.ListResourcesRequest))
+			return withCacheScope(g.listResources(ctx, req.(*mcp.ListResourcesRequest)))
 		case "resources/templates/list":
-			return g.listResourceTemplates(ctx, req.(*mcp.ListResourceTemplatesRequest))
+			return withCacheScope(g.listResourceTemplates(ctx, req.(*mcp.ListResourceTemplatesRequest)))
 		case "resources/read":
-			return g.readResource(ctx, req.(*mcp.ReadResourceRequest))
+			return withCacheScope(g.readResource(ctx, req.(*mcp.ReadResourceRequest)))
 		case "completion/complete":
 			return g.complete(ctx, req.(*mcp.CompleteRequest))
 		case "logging/setLevel":

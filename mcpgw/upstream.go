@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,6 +38,11 @@ type Upstream struct {
 	// (e.g. its Authorization).
 	URL     string
 	Headers map[string]string
+	// MaxFrame bounds one line a command's upstream writes on its stdout
+	// (default DefaultMaxFrame). A longer line fails only the call it
+	// answers; a line that is not a JSON-RPC message is logged, counted
+	// (FrameObserver) and skipped. The session goes on either way.
+	MaxFrame int
 	// Transport, when set, connects to the upstream instead (tests, and
 	// embedding a Go server in process).
 	Transport func(ctx context.Context) (mcp.Transport, error)
@@ -73,7 +79,7 @@ func (u *Upstream) check() error {
 	return nil
 }
 
-func (u *Upstream) transport(ctx context.Context) (mcp.Transport, error) {
+func (u *Upstream) transport(ctx context.Context, log *slog.Logger, obs Observer) (mcp.Transport, error) {
 	switch {
 	case u.Transport != nil:
 		return u.Transport(ctx)
@@ -90,7 +96,11 @@ func (u *Upstream) transport(ctx context.Context) (mcp.Transport, error) {
 		cmd.Env = append(os.Environ(), u.Env...)
 		cmd.Dir = u.Dir
 		cmd.Stderr = os.Stderr // the upstream's logs join ours; never stdout
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+		t := &commandTransport{cmd: cmd, upstream: u.Name, maxFrame: u.MaxFrame, log: log}
+		if fo, ok := obs.(FrameObserver); ok {
+			t.skipped = func(reason string) { fo.UpstreamFrameSkipped(u.Name, reason) }
+		}
+		return t, nil
 	}
 }
 
@@ -178,7 +188,7 @@ const connectTimeout = 30 * time.Second
 func (u *upstream) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	t, err := u.cfg.transport(ctx)
+	t, err := u.cfg.transport(ctx, u.g.log, u.g.cfg.Observer)
 	if err != nil {
 		u.setDown(err)
 		return err

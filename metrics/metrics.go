@@ -68,6 +68,7 @@ type Metrics struct {
 	upstreamErrors   *prometheus.CounterVec
 	upstreamSeconds  *prometheus.HistogramVec
 	upstreamRestarts *prometheus.CounterVec
+	framesSkipped    *prometheus.CounterVec
 	reloads          prometheus.Counter
 	reloadFailures   prometheus.Counter
 	policyLoaded     prometheus.Gauge
@@ -158,6 +159,10 @@ func New(o Options) *Metrics {
 		upstreamRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "portcullis_upstream_restarts_total", Help: "Times an upstream MCP server's session ended and the gateway restarted it.",
 		}, []string{"upstream"}),
+		framesSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "portcullis_upstream_frames_skipped_total",
+			Help: "Lines a stdio upstream wrote on its stdout that were not delivered as messages, by reason: not_json (a log line on the wrong stream), not_jsonrpc, too_large (its call failed), bad_response (its call failed). The session goes on.",
+		}, []string{"upstream", "reason"}),
 		reloads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "portcullis_policy_reloads_total", Help: "Policy files reloaded and put in force.",
 		}),
@@ -183,7 +188,7 @@ func New(o Options) *Metrics {
 	}
 	reg.MustRegister(m.decisions, m.decisionSeconds, m.stageSeconds, m.validatorCalls, m.validatorBudget, m.validatorSeconds,
 		m.approvalWait, m.storeOps, m.storeErrors, m.mcpCalls, m.upstreamCalls, m.upstreamErrors,
-		m.upstreamSeconds, m.upstreamRestarts, m.reloads, m.reloadFailures, m.policyLoaded, m.authFailures,
+		m.upstreamSeconds, m.upstreamRestarts, m.framesSkipped, m.reloads, m.reloadFailures, m.policyLoaded, m.authFailures,
 		m.witnessLag, m.witnessKept, m.witnessFailures)
 	m.stageObs = make(map[string]prometheus.Observer, len(stages))
 	for _, s := range stages {
@@ -270,6 +275,12 @@ func (m *Metrics) UpstreamCall(_ context.Context, upstream, _ string, took time.
 // UpstreamRestart counts an upstream's restart.
 func (m *Metrics) UpstreamRestart(upstream string, _ error) {
 	m.upstreamRestarts.WithLabelValues(upstream).Inc()
+}
+
+// UpstreamFrameSkipped counts a line a stdio upstream wrote that was not
+// delivered as a message (mcpgw.FrameObserver).
+func (m *Metrics) UpstreamFrameSkipped(upstream, reason string) {
+	m.framesSkipped.WithLabelValues(upstream, reason).Inc()
 }
 
 // ApprovalWait records how long a held call waited for a person.

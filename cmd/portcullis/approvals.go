@@ -7,14 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/approvals"
 	"github.com/portcullis/portcullis/client"
 	"github.com/portcullis/portcullis/gate"
 )
@@ -23,51 +22,8 @@ import (
 // approvals [--watch], approve, deny, grants [revoke]. They talk to a
 // running gateway's approvals API (--gateway URL or $PORTCULLIS_GATEWAY,
 // with the human token) or, when no gateway is named, to the store itself
-// through a gate, which audits each action with who did it.
-
-// people is what these commands need: a gateway's API (*client.Client) or
-// the store through a gate (localPeople).
-type people interface {
-	Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]portcullis.Approval, error)
-	Approval(ctx context.Context, id string) (portcullis.Approval, error)
-	Approve(ctx context.Context, id string, forSession bool) (portcullis.Approval, error)
-	Deny(ctx context.Context, id, reason string) (portcullis.Approval, error)
-	Grants(ctx context.Context, session string) ([]portcullis.Grant, error)
-	RevokeGrant(ctx context.Context, id string) error
-}
-
-var _ people = (*client.Client)(nil)
-
-// localPeople acts on the store directly, as the person `by`.
-type localPeople struct {
-	g  *gate.Gate
-	st portcullis.Store
-	by string
-}
-
-func (l *localPeople) Approvals(ctx context.Context, f portcullis.ApprovalFilter) ([]portcullis.Approval, error) {
-	return l.st.Approvals(ctx, f)
-}
-
-func (l *localPeople) Approval(ctx context.Context, id string) (portcullis.Approval, error) {
-	return l.st.Approval(ctx, id)
-}
-
-func (l *localPeople) Approve(ctx context.Context, id string, forSession bool) (portcullis.Approval, error) {
-	return l.g.Approve(ctx, id, l.by, forSession)
-}
-
-func (l *localPeople) Deny(ctx context.Context, id, reason string) (portcullis.Approval, error) {
-	return l.g.DenyApproval(ctx, id, l.by, reason)
-}
-
-func (l *localPeople) Grants(ctx context.Context, session string) ([]portcullis.Grant, error) {
-	return l.st.Grants(ctx, session, time.Now())
-}
-
-func (l *localPeople) RevokeGrant(ctx context.Context, id string) error {
-	return l.g.RevokeGrant(ctx, id, l.by)
-}
+// through a gate, which audits each action with who did it: either is an
+// approvals.Service.
 
 // peopleFlags are the flags of the people's commands.
 type peopleFlags struct {
@@ -85,7 +41,7 @@ func (p *peopleFlags) register(fs *flag.FlagSet) {
 }
 
 // open returns the people's API the flags name, and says which it is.
-func (p *peopleFlags) open(ctx context.Context, stderr io.Writer) (people, func(), error) {
+func (p *peopleFlags) open(ctx context.Context, stderr io.Writer) (approvals.Service, func(), error) {
 	url := p.gateway
 	if url == "" {
 		url = strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY"))
@@ -119,7 +75,7 @@ func (p *peopleFlags) open(ctx context.Context, stderr io.Writer) (people, func(
 	if by == "" {
 		by = actor()
 	}
-	return &localPeople{g: g, st: st, by: by}, func() { st.Close() }, nil
+	return &approvals.Local{Store: st, Gate: g, By: by}, func() { st.Close() }, nil
 }
 
 // token reads the human token: --token-file, else admin.token in the state
@@ -173,14 +129,9 @@ func peopleError(err error) error {
 	case portcullis.CodeInvalidRequest:
 		return &exitError{code: 2, msg: msg}
 	}
-	var ue *url.Error
-	var oe *net.OpError
-	if errors.As(err, &ue) && errors.As(err, &oe) && oe.Op == "dial" {
-		base := ue.URL
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			base = u.Scheme + "://" + u.Host
-		}
-		return &exitError{code: 2, msg: fmt.Sprintf("no gateway answers at %s (%v): is `portcullis serve` running at %s? (--gateway or $PORTCULLIS_GATEWAY names it)", base, oe.Err, base)}
+	var ue *client.UnreachableError
+	if errors.As(err, &ue) {
+		return &exitError{code: 2, msg: fmt.Sprintf("no gateway answers at %s (%v): is `portcullis serve` running at %s? (--gateway or $PORTCULLIS_GATEWAY names it)", ue.Gateway, ue.Err, ue.Gateway)}
 	}
 	return err
 }
@@ -311,30 +262,9 @@ func showApproval(w io.Writer, a portcullis.Approval) error {
 
 // watchApprovals prints the pending requests, then each new one as it
 // arrives and each answer as it is given, until ctx ends.
-func watchApprovals(ctx context.Context, p people, f portcullis.ApprovalFilter, every time.Duration, asJSON bool, stdout io.Writer) error {
-	seen := map[string]bool{}
-	first := true
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		list, err := p.Approvals(ctx, f)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			return peopleError(err)
-		}
-		now := map[string]bool{}
-		var fresh []portcullis.Approval
-		for _, a := range list {
-			now[a.ID] = true
-			if !seen[a.ID] {
-				fresh = append(fresh, a)
-			}
-		}
-		// Oldest first, as they arrived.
-		for i := len(fresh) - 1; i >= 0; i-- {
-			a := fresh[i]
+func watchApprovals(ctx context.Context, p approvals.Service, f portcullis.ApprovalFilter, every time.Duration, asJSON bool, stdout io.Writer) error {
+	err := approvals.Watch(ctx, p, f, every, func(r approvals.Round) error {
+		for _, a := range r.Arrived {
 			if asJSON {
 				if err := writeJSONLine(stdout, a); err != nil {
 					return err
@@ -343,47 +273,28 @@ func watchApprovals(ctx context.Context, p people, f portcullis.ApprovalFilter, 
 			}
 			fmt.Fprintf(stdout, "%s  %s  %s  agent %s, session %s, %s\n", time.Now().Format(time.TimeOnly), a.ID, oneLine(a.Reason, 70), dash(a.Call.Agent), dash(a.Call.Session), a.Level)
 		}
-		if first && len(fresh) == 0 && !asJSON {
+		if r.First && len(r.Arrived) == 0 && !asJSON {
 			fmt.Fprintln(stdout, "no pending approval requests; watching (Ctrl-C to stop)")
 		}
-		first = false
-		for id := range seen {
-			if now[id] {
-				continue
-			}
-			// Answered, expired, or past the list's limit: say which.
-			a, err := p.Approval(ctx, id)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil {
-				return peopleError(err)
-			}
-			if a.Status == portcullis.ApprovalPending {
-				continue
-			}
+		for _, a := range r.Answered {
 			if asJSON {
 				if err := writeJSONLine(stdout, a); err != nil {
 					return err
 				}
-			} else {
-				by := ""
-				if a.DecidedBy != "" {
-					by = " by " + a.DecidedBy
-				}
-				fmt.Fprintf(stdout, "%s  %s  %s%s\n", time.Now().Format(time.TimeOnly), a.ID, a.Status, by)
+				continue
 			}
-			delete(seen, id)
+			by := ""
+			if a.DecidedBy != "" {
+				by = " by " + a.DecidedBy
+			}
+			fmt.Fprintf(stdout, "%s  %s  %s%s\n", time.Now().Format(time.TimeOnly), a.ID, a.Status, by)
 		}
-		for id := range now {
-			seen[id] = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+		return nil
+	})
+	if err != nil {
+		return peopleError(err)
 	}
+	return nil
 }
 
 func age(d time.Duration) string {

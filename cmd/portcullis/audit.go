@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/auditlog"
 	"github.com/portcullis/portcullis/policy"
 )
 
@@ -78,27 +77,8 @@ func (f *auditFilters) query(now time.Time) (portcullis.AuditQuery, error) {
 	return q, nil
 }
 
-// parseWhen reads an RFC 3339 time, or a duration ago (Go durations, and
-// whole days as "7d").
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(d)
-		if err == nil && n >= 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration such as 90m, 24h or 7d", s)
-	}
-	return now.Add(-d), nil
-}
+// parseWhen is auditlog.ParseWhen, for the commands that take times.
+func parseWhen(s string, now time.Time) (time.Time, error) { return auditlog.ParseWhen(s, now) }
 
 func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer, export bool) error {
 	name := "audit query"
@@ -143,89 +123,8 @@ func runAuditQuery(ctx context.Context, args []string, stdout, stderr io.Writer,
 		}
 		return printRecords(stdout, recs, *asJSON)
 	}
-	// Export pages through everything that matches.
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
-	total := 0
-	page := q
-	page.Newest = false
-	for {
-		page.Limit = 1000
-		if q.Limit > 0 && q.Limit-total < page.Limit {
-			page.Limit = q.Limit - total
-		}
-		if page.Limit <= 0 {
-			return nil
-		}
-		recs, err := st.QueryAudit(ctx, page)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			line, err := decisionLog(r)
-			if err != nil {
-				return err
-			}
-			if err := enc.Encode(line); err != nil {
-				return err
-			}
-		}
-		total += len(recs)
-		if len(recs) < page.Limit {
-			return nil
-		}
-		page.AfterSeq = recs[len(recs)-1].Seq
-	}
-}
-
-// decisionLog is one exported row, with the field names of OPA decision
-// logs where they overlap (decision_id, timestamp, path, input, result,
-// metrics), so existing consumers can read it.
-type decisionLogLine struct {
-	DecisionID string               `json:"decision_id"`
-	Timestamp  string               `json:"timestamp"`
-	Path       string               `json:"path"`
-	Input      *portcullis.Call     `json:"input,omitempty"`
-	Result     *portcullis.Decision `json:"result,omitempty"`
-	Metrics    map[string]int64     `json:"metrics,omitempty"`
-	Labels     map[string]string    `json:"labels"`
-	Portcullis decisionLogExtra     `json:"portcullis"`
-}
-
-type decisionLogExtra struct {
-	Seq        int64                       `json:"seq"`
-	Kind       portcullis.AuditKind        `json:"kind"`
-	Hash       string                      `json:"hash"`
-	PrevHash   string                      `json:"prev_hash"`
-	PolicyHash string                      `json:"policy_hash,omitempty"`
-	Session    string                      `json:"session,omitempty"`
-	Agent      string                      `json:"agent,omitempty"`
-	Actor      string                      `json:"actor,omitempty"`
-	Detail     string                      `json:"detail,omitempty"`
-	Validator  *portcullis.ValidatorRecord `json:"validator,omitempty"`
-}
-
-func decisionLog(r portcullis.AuditRecord) (decisionLogLine, error) {
-	ev, err := r.Event()
-	if err != nil {
-		return decisionLogLine{}, err
-	}
-	line := decisionLogLine{
-		DecisionID: ev.DecisionID,
-		Timestamp:  ev.Time.UTC().Format(time.RFC3339Nano),
-		Path:       "portcullis/" + string(ev.Kind),
-		Input:      ev.Request,
-		Result:     ev.Decision,
-		Labels:     map[string]string{"app": "portcullis"},
-		Portcullis: decisionLogExtra{
-			Seq: r.Seq, Kind: ev.Kind, Hash: r.Hash, PrevHash: r.PrevHash, PolicyHash: ev.PolicyHash,
-			Session: ev.Session, Agent: ev.Agent, Actor: ev.Actor, Detail: ev.Detail, Validator: ev.Validator,
-		},
-	}
-	if ev.LatencyNS > 0 {
-		line.Metrics = map[string]int64{"timer_portcullis_decide_ns": ev.LatencyNS}
-	}
-	return line, nil
+	_, err = auditlog.Export(ctx, st, q, stdout)
+	return err
 }
 
 func printRecords(w io.Writer, recs []portcullis.AuditRecord, asJSON bool) error {
@@ -304,19 +203,9 @@ func runAuditTail(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer st.Close()
-	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Newest: true, Limit: max(*n, 1)})
+	recs, last, err := auditlog.Tail(ctx, st, *n)
 	if err != nil {
 		return err
-	}
-	var last int64
-	if len(recs) > 0 {
-		last = recs[0].Seq
-	}
-	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
-		recs[i], recs[j] = recs[j], recs[i]
-	}
-	if *n == 0 {
-		recs = nil
 	}
 	if err := printRecords(stdout, recs, *asJSON); err != nil {
 		return err
@@ -324,34 +213,12 @@ func runAuditTail(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if !*follow {
 		return nil
 	}
-	tick := time.NewTicker(*every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{AfterSeq: last, Limit: 1000})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if len(recs) == 0 {
-			continue
-		}
-		last = recs[len(recs)-1].Seq
+	return auditlog.Follow(ctx, st, last, *every, func(recs []portcullis.AuditRecord) error {
 		if *asJSON {
-			err = printRecords(stdout, recs, true)
-		} else {
-			err = printRows(stdout, recs)
+			return printRecords(stdout, recs, true)
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return printRows(stdout, recs)
+	})
 }
 
 // printRows prints table rows without the header, for -f.
@@ -363,31 +230,6 @@ func printRows(w io.Writer, recs []portcullis.AuditRecord) error {
 	_, rows, _ := strings.Cut(b.String(), "\n")
 	_, err := io.WriteString(w, rows)
 	return err
-}
-
-// checkpointMAC signs a checkpoint with the state directory's audit key.
-func checkpointMAC(key string, cp portcullis.AuditCheckpoint) string {
-	m := hmac.New(sha256.New, []byte(key))
-	fmt.Fprintf(m, "portcullis audit checkpoint\n%d\n%s\n%s", cp.Seq, cp.Hash, cp.Time.UTC().Format(time.RFC3339Nano))
-	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
-}
-
-// progressLog reports verification progress on long logs.
-type progressLog struct {
-	portcullis.AuditLog
-	w     io.Writer
-	every int64
-	n     int64
-}
-
-func (p *progressLog) ScanAudit(ctx context.Context, after int64, fn func(portcullis.AuditRecord) (bool, error)) error {
-	return p.AuditLog.ScanAudit(ctx, after, func(r portcullis.AuditRecord) (bool, error) {
-		p.n++
-		if p.n%p.every == 0 {
-			fmt.Fprintf(p.w, "verified %s (up to row %d)…\n", plural(p.n, "row"), r.Seq)
-		}
-		return fn(r)
-	})
 }
 
 // anchorFlag collects --expect SEQ:HASH heads.
@@ -425,45 +267,37 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(pos) > 0 {
 		return usageError("audit verify: unexpected argument %q", pos[0])
 	}
+	sources, err := witnessSources(witnesses, *witnessTokenFile, stderr)
+	if err != nil {
+		return err
+	}
 	st, err := sf.open(ctx, cliLogger(stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	var cp *portcullis.AuditCheckpoint
-	c, ok, err := st.AuditCheckpoint(ctx)
+	rep, err := auditlog.Verify(ctx, st, auditlog.VerifyOptions{
+		Key: func() (string, error) {
+			dir, err := sf.dir(false)
+			if err != nil {
+				return "", err
+			}
+			return readSecret(dir, "audit.key")
+		},
+		Anchors:   anchors,
+		Witnesses: sources,
+		Progress: func(rows, seq int64) {
+			fmt.Fprintf(stderr, "verified %s (up to row %d)…\n", plural(rows, "row"), seq)
+		},
+	})
+	var ve *auditlog.VerifyError
+	if errors.As(err, &ve) {
+		return &exitError{code: 1, msg: ve.Reason}
+	}
 	if err != nil {
 		return err
 	}
-	if ok {
-		dir, err := sf.dir(false)
-		if err != nil {
-			return err
-		}
-		key, err := readSecret(dir, "audit.key")
-		if err != nil {
-			return &exitError{code: 1, msg: fmt.Sprintf("the log was pruned up to row %d, but its checkpoint cannot be checked: %v", c.Seq, err)}
-		}
-		if !hmac.Equal([]byte(checkpointMAC(key, c)), []byte(c.Signature)) {
-			return &exitError{code: 1, msg: fmt.Sprintf("the checkpoint of the pruned rows (up to row %d) has a bad signature: the log was tampered with", c.Seq)}
-		}
-		cp = &c
-	}
-	if len(witnesses) > 0 {
-		dir, err := sf.dir(false)
-		if err != nil {
-			return err
-		}
-		kept, err := witnessAnchors(ctx, witnesses, *witnessTokenFile, dir, stderr)
-		if err != nil {
-			return err
-		}
-		anchors = append(anchors, kept...)
-	}
-	v, err := portcullis.VerifyAuditAnchors(ctx, &progressLog{AuditLog: st, w: stderr, every: 100000}, cp, anchors)
-	if err != nil {
-		return err
-	}
+	v, cp := rep.Verification, rep.Checkpoint
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(v); err != nil {
@@ -475,14 +309,10 @@ func runAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 			from = fmt.Sprintf("the signed checkpoint at row %d", cp.Seq)
 		}
 		kept := ""
-		if len(anchors) > 0 {
-			kept = fmt.Sprintf("; %d of %d kept heads matched", v.Anchors, len(anchors))
+		if rep.Kept > 0 {
+			kept = fmt.Sprintf("; %d of %d kept heads matched", v.Anchors, rep.Kept)
 		}
-		head := v.LastSeq
-		if v.Rows == 0 && cp != nil {
-			head = cp.Seq
-		}
-		fmt.Fprintf(stdout, "ok: %s verified from %s; head %d:%s (keep it to check later with --expect)%s\n", plural(v.Rows, "row"), from, head, v.HeadHash, kept)
+		fmt.Fprintf(stdout, "ok: %s verified from %s; head %d:%s (keep it to check later with --expect)%s\n", plural(v.Rows, "row"), from, rep.Head(), v.HeadHash, kept)
 	}
 	if !v.OK() {
 		return &exitError{code: 1, msg: fmt.Sprintf("audit log does not verify: row %d: %s", v.BadSeq, v.Problem)}
@@ -548,7 +378,7 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("audit key: %w", err)
 	}
-	cp, pruned, err := pruneAudit(ctx, st, key, now, cutoff, *maxRows)
+	cp, pruned, err := auditlog.Prune(ctx, st, key, now, auditlog.Retention{Before: cutoff, KeepRows: *maxRows})
 	if err != nil {
 		return err
 	}
@@ -558,46 +388,4 @@ func runAuditPrune(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "pruned rows up to %d; signed checkpoint kept in their place\n", cp.Seq)
 	return nil
-}
-
-// pruneAudit prunes what the retention settings let go: rows before cutoff
-// (when set) and all but the newest maxRows (when more than 0).
-func pruneAudit(ctx context.Context, st portcullis.Store, key string, now, cutoff time.Time, maxRows int64) (portcullis.AuditCheckpoint, bool, error) {
-	head, err := st.QueryAudit(ctx, portcullis.AuditQuery{Newest: true, Limit: 1})
-	if err != nil || len(head) == 0 {
-		return portcullis.AuditCheckpoint{}, false, err
-	}
-	var upTo int64
-	if maxRows > 0 && head[0].Seq > maxRows {
-		upTo = head[0].Seq - maxRows
-	}
-	if !cutoff.IsZero() {
-		old, err := st.QueryAudit(ctx, portcullis.AuditQuery{Until: cutoff, Newest: true, Limit: 1})
-		if err != nil {
-			return portcullis.AuditCheckpoint{}, false, err
-		}
-		if len(old) > 0 && old[0].Seq > upTo {
-			upTo = old[0].Seq
-		}
-	}
-	cur, hasCP, err := st.AuditCheckpoint(ctx)
-	if err != nil {
-		return portcullis.AuditCheckpoint{}, false, err
-	}
-	if upTo == 0 || (hasCP && upTo <= cur.Seq) {
-		return portcullis.AuditCheckpoint{}, false, nil
-	}
-	row, err := st.QueryAudit(ctx, portcullis.AuditQuery{AfterSeq: upTo - 1, Limit: 1})
-	if err != nil {
-		return portcullis.AuditCheckpoint{}, false, err
-	}
-	if len(row) == 0 || row[0].Seq != upTo {
-		return portcullis.AuditCheckpoint{}, false, fmt.Errorf("audit row %d is missing: run portcullis audit verify", upTo)
-	}
-	cp := portcullis.AuditCheckpoint{Seq: upTo, Hash: row[0].Hash, Time: now.UTC()}
-	cp.Signature = checkpointMAC(key, cp)
-	if err := st.PruneAudit(ctx, cp); err != nil {
-		return portcullis.AuditCheckpoint{}, false, err
-	}
-	return cp, true, nil
 }

@@ -246,39 +246,6 @@ func TestExecUsage(t *testing.T) {
 	}
 }
 
-func TestParseShellArgs(t *testing.T) {
-	for _, tc := range []struct {
-		args   []string
-		script string
-		login  bool
-		flags  []string
-		bad    bool
-	}{
-		{args: []string{"-c", "ls"}, script: "ls"},
-		{args: []string{"-lc", "ls -l"}, script: "ls -l", login: true},
-		{args: []string{"--login", "-e", "-o", "pipefail", "-c", "ls"}, script: "ls", login: true, flags: []string{"-e", "-o", "pipefail"}},
-		{args: []string{"-c", "-l", "ls"}, script: "ls", login: true},
-		{args: []string{"-c", "--", "ls"}, script: "ls"},
-		{args: []string{}, bad: true},                                     // interactive
-		{args: []string{"script.sh"}, bad: true},                          // a script file
-		{args: []string{"-l"}, bad: true},                                 // a login shell reading stdin
-		{args: []string{"-c"}, bad: true},                                 // no commands
-		{args: []string{"-c", `"$@"`, "sh", "rm", "-rf", "/"}, bad: true}, // positional arguments
-		{args: []string{"-s", "-c", "ls"}, bad: true},
-	} {
-		s, err := parseShellArgs(tc.args)
-		if tc.bad {
-			if err == nil {
-				t.Errorf("parseShellArgs(%q) = %+v; want an error", tc.args, s)
-			}
-			continue
-		}
-		if err != nil || s.script != tc.script || s.login != tc.login || !s.shell || strings.Join(s.shellFlags, " ") != strings.Join(tc.flags, " ") {
-			t.Errorf("parseShellArgs(%q) = %+v, %v; want script %q login %v flags %q", tc.args, s, err, tc.script, tc.login, tc.flags)
-		}
-	}
-}
-
 // TestExecShellMode runs `exec --shell` as portcullis-sh does: the policy
 // and state come from the environment.
 func TestExecShellMode(t *testing.T) {

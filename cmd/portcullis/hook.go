@@ -8,8 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/client"
@@ -20,7 +21,7 @@ import (
 )
 
 const hookHelp = `hook HOST [--policy FILE] [--state DIR | --store URL | --gateway URL] [--hold] [flags] < event.json
-       hook install claude-code [--project | --user] --policy FILE [--hold]
+       hook install claude-code [--project | --user] --policy FILE [--hold] [--defer-mcp SERVER]...
        hook install codex --policy FILE [--hold]
        hook install gemini [--project | --user] --policy FILE [--hold]
 
@@ -73,6 +74,16 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	timeout := fs.Duration("timeout", hook.DefaultTimeout, "how long one decision may take")
 	mcpNames := fs.String("mcp-names", string(hook.MCPToolName), "decide an MCP tool mcp__server__tool under its `name`: tool or full")
 	logFile := fs.String("log", "", "append logs to this `file` instead of stderr")
+	var deferMCP []string
+	fs.Func("defer-mcp", "leave calls of this MCP `server`'s tools (mcp__SERVER__*) to the `portcullis mcp` wrapper that every definition of the server in Claude Code's MCP configuration runs it through (repeatable; claude-code only)", func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if err := hook.CheckMCPServerName(s); err != nil {
+				return err
+			}
+			deferMCP = append(deferMCP, s)
+		}
+		return nil
+	})
 	var nf notifyFlags
 	nf.register(fs)
 	pos, err := parseArgs(fs, args[1:])
@@ -104,13 +115,22 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		MCPNames: hook.MCPNames(*mcpNames),
 		Logger:   log,
 	}
+	var mcpConfig []string
+	if len(deferMCP) > 0 {
+		if host.Name() != (hook.ClaudeCode{}).Name() {
+			return refuse(usageError("--defer-mcp reads Claude Code's MCP configuration: it is for the claude-code hook"))
+		}
+		var read func(string) ([]hook.MCPServer, error)
+		read, mcpConfig = claudeMCPServers()
+		opts.DeferMCP, opts.MCPServers = deferMCP, read
+	}
 	gw := firstNonEmpty(*gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")))
 	if gw != "" {
 		c, err := hookClient(gw, *tokenFile)
 		if err != nil {
 			return refuse(err)
 		}
-		opts.Decider, opts.Holder = c, gatewayHolder{c}
+		opts.Decider, opts.Holder = c, c
 		// The gateway decides under its own policy; a local one, when
 		// named, only maps the host's tools and bounds the hold.
 		if path := firstNonEmpty(*policyFlag, strings.TrimSpace(os.Getenv("PORTCULLIS_POLICY"))); path != "" {
@@ -121,7 +141,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			opts.Policy = pol
 		}
 	} else {
-		g, pol, cleanup, err := openHookGate(ctx, host, *policyFlag, &sf, &nf, log, stderr)
+		g, pol, cleanup, err := openHookGate(ctx, host, *policyFlag, &sf, &nf, log, stderr, mcpConfig...)
 		if err != nil {
 			return refuse(err)
 		}
@@ -143,9 +163,9 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 // openHookGate builds the gate of an agent-facing hook: the policy (no
 // request overrides), the store in the state directory, the validator, and
-// Portcullis's own files protected — its state, its binary, the policy, and
-// the host's settings files that hold the hook.
-func openHookGate(ctx context.Context, host hook.Host, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer) (*gate.Gate, *portcullis.Policy, func(), error) {
+// Portcullis's own files protected — its state, its binary, the policy,
+// the host's settings files that hold the hook, and the files in protect.
+func openHookGate(ctx context.Context, host hook.Host, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer, protect ...string) (*gate.Gate, *portcullis.Policy, func(), error) {
 	nothing := func() {}
 	path := agentPolicyPath(policyFlag, stderr)
 	st, err := sf.open(ctx, log)
@@ -158,7 +178,7 @@ func openHookGate(ctx context.Context, host hook.Host, policyFlag string, sf *st
 		return nil, nil, nothing, err
 	}
 	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir)}
-	opts = append(opts, gate.WithProtectedPaths(hostConfigFiles(host)...))
+	opts = append(opts, gate.WithProtectedPaths(hostConfigFiles(host)...), gate.WithProtectedPaths(protect...))
 	n, stopNotify, err := nf.notifier(log)
 	if err != nil {
 		st.Close()
@@ -190,6 +210,42 @@ func hostConfigFiles(host hook.Host) []string {
 		}
 	}
 	return out
+}
+
+// claudeMCPServers reads the definitions of an MCP server from the files
+// Claude Code reads them from — .claude.json in $CLAUDE_CONFIG_DIR or the
+// home directory, and .mcp.json of the project ($CLAUDE_PROJECT_DIR and
+// the working directory, both checked) — and returns those files, which
+// an agent must not rewrite while servers are deferred to their wrappers.
+func claudeMCPServers() (func(string) ([]hook.MCPServer, error), []string) {
+	dir := strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR"))
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "" // no home: .claude.json is looked for in the working directory, and not found
+		}
+		dir = home
+	}
+	claudeJSON := filepath.Join(dir, ".claude.json")
+	var projects, files []string
+	for _, p := range []string{os.Getenv("CLAUDE_PROJECT_DIR"), workDir()} {
+		if p != "" && !slices.Contains(projects, p) {
+			projects = append(projects, p)
+			files = append(files, hook.ClaudeMCPConfigFiles(claudeJSON, p)...)
+		}
+	}
+	read := func(server string) ([]hook.MCPServer, error) {
+		var all []hook.MCPServer
+		for _, p := range projects {
+			defs, err := hook.ClaudeMCPServers(claudeJSON, p, server)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, defs...)
+		}
+		return all, nil
+	}
+	return read, files
 }
 
 func workDir() string {
@@ -235,32 +291,6 @@ func agentToken(tokenFile string) (string, error) {
 		return "", fmt.Errorf("the agent token file %s is empty", tokenFile)
 	}
 	return t, nil
-}
-
-// gatewayHolder holds a call through the gateway's GET
-// /v1/decisions/{id}/wait, which decides the call again once a person
-// approves it.
-type gatewayHolder struct{ c *client.Client }
-
-func (g gatewayHolder) Hold(ctx context.Context, _ portcullis.Call, d portcullis.Decision) (portcullis.Decision, error) {
-	for {
-		left := time.Minute
-		if dl, ok := ctx.Deadline(); ok {
-			left = min(time.Until(dl), left)
-		}
-		if left < time.Second {
-			return d, nil // nobody answered in time
-		}
-		d2, done, err := g.c.Poll(ctx, d.DecisionID, left)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return d, nil
-		case err != nil:
-			return d, err
-		case done:
-			return d2, nil
-		}
-	}
 }
 
 func firstNonEmpty(vs ...string) string {

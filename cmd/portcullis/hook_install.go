@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/hostconfig"
 	"github.com/spf13/cobra"
 )
@@ -18,6 +20,7 @@ import (
 func newHookInstallCmd() *cobra.Command {
 	var project, user, hold bool
 	var dir, policyFlag, state, binary string
+	var deferMCP []string
 	c := &cobra.Command{
 		Use:   "install claude-code|codex|gemini --policy FILE",
 		Short: "add Portcullis's hook to a client's settings (merged, with a backup)",
@@ -32,7 +35,16 @@ starter policy too.`,
 		ValidArgs: []string{"claude-code", "codex", "gemini"},
 		Args:      cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return hookInstall(cmd.OutOrStdout(), args[0], project, user, hold, dir, policyFlag, state, binary)
+			var servers []string
+			for _, v := range deferMCP {
+				for _, s := range strings.Split(v, ",") {
+					if err := hook.CheckMCPServerName(s); err != nil {
+						return usageError("--defer-mcp: %v", err)
+					}
+					servers = append(servers, s)
+				}
+			}
+			return hookInstall(cmd.OutOrStdout(), args[0], project, user, hold, dir, policyFlag, state, binary, servers)
 		},
 	}
 	fl := c.Flags()
@@ -43,16 +55,20 @@ starter policy too.`,
 	fl.StringVar(&state, "state", "", "state `directory` the hook uses (default: the hook's own default)")
 	fl.BoolVar(&hold, "hold", false, "hold calls that need a person for an out-of-band approval instead of asking in the agent")
 	fl.StringVar(&binary, "binary", "", "the portcullis `binary` the hook runs (default: this one)")
+	fl.StringArrayVar(&deferMCP, "defer-mcp", nil, "claude-code: leave calls of this MCP `server`'s tools to the `portcullis mcp` wrapper it runs behind (repeatable)")
 	return c
 }
 
-func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, policyFlag, state, binary string) error {
+func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, policyFlag, state, binary string, deferMCP []string) error {
 	client, ok := hostconfig.ClientNamed(name)
 	if !ok || !client.Hooked() {
 		return usageError("hook install supports claude-code, codex and gemini (Claude Desktop and Cursor run MCP servers: portcullis init %s)", name)
 	}
 	if project && user {
 		return usageError("--project and --user: choose one")
+	}
+	if client != hostconfig.ClaudeCode && len(deferMCP) > 0 {
+		return usageError("--defer-mcp reads Claude Code's MCP configuration: it is for claude-code")
 	}
 	if client == hostconfig.Codex && (project || dir != "") {
 		return usageError("hook install codex installs for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: --project and --dir do not apply")
@@ -87,7 +103,13 @@ func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, p
 			return err
 		}
 	}
-	h.Command = hostconfig.HookCommand(exe, client, path, state, hold)
+	h.Command = hostconfig.HookCommand(exe, client, path, state, false)
+	for _, s := range deferMCP {
+		h.Command = append(h.Command, "--defer-mcp", s)
+	}
+	if hold {
+		h.Command = append(h.Command, "--hold")
+	}
 	res, err := env.InstallHook(h)
 	if err != nil {
 		return err
@@ -129,6 +151,3 @@ func installBinary(env hostconfig.Env, flagValue string) (string, error) {
 	}
 	return exe, nil
 }
-
-// shellJoin quotes words for a POSIX shell (exec's command line).
-func shellJoin(words []string) (string, error) { return hostconfig.ShellJoin(words) }

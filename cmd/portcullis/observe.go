@@ -165,6 +165,14 @@ func (os gatewayObservers) UpstreamRestart(upstream string, err error) {
 	}
 }
 
+func (os gatewayObservers) UpstreamFrameSkipped(upstream, reason string) {
+	for _, o := range os {
+		if fo, ok := o.(mcpgw.FrameObserver); ok {
+			fo.UpstreamFrameSkipped(upstream, reason)
+		}
+	}
+}
+
 func (os gatewayObservers) ApprovalWait(tool, result string, waited time.Duration) {
 	for _, o := range os {
 		o.ApprovalWait(tool, result, waited)

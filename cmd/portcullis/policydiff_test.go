@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/policydiff"
 )
 
 func TestPolicyDiffEqual(t *testing.T) {
@@ -33,18 +34,18 @@ func TestPolicyDiffJSON(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("policy diff --json: exit %d; want 1; stderr: %s", code, stderr)
 	}
-	var d policyDiff
+	var d policydiff.Report
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
 	}
 	if d.Equal || len(d.Changes) != 4 {
 		t.Errorf("equal = %v, %d changes; want false, 4", d.Equal, len(d.Changes))
 	}
-	levels := map[string]levelChange{}
+	levels := map[string]policydiff.Level{}
 	for _, l := range d.Levels {
 		levels[l.Tool] = l
 	}
-	for _, want := range []levelChange{
+	for _, want := range []policydiff.Level{
 		// the confirm of Security Persona is gone: the skill's allow now auto-approves
 		{Tool: "create_element", Old: portcullis.ConfirmSession, New: portcullis.AutoApprove, OldMode: "enforce", NewMode: "enforce", Change: "looser", InOld: true, InNew: true},
 		{Tool: "edit_element", Old: portcullis.AutoApprove, New: portcullis.AutoApprove, OldMode: "enforce", NewMode: "shadow", Change: "mode", InOld: true, InNew: true},

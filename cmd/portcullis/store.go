@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,27 +85,10 @@ func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Sto
 		return nil, err
 	}
 	switch {
-	case strings.HasPrefix(u, "sqlite://"), strings.HasPrefix(u, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
-		// The URL's query takes one parameter, `sync` (full or process).
-		var mode sqlite.Sync
-		if before, query, ok := strings.Cut(path, "?"); ok {
-			path = before
-			q, err := url.ParseQuery(query)
-			if err != nil {
-				return nil, usageError("store %q: %v", u, err)
-			}
-			for k := range q {
-				if k != "sync" {
-					return nil, usageError("store %q: unknown parameter %q (a sqlite store URL takes only sync=full or sync=process)", u, k)
-				}
-			}
-			if mode, err = sqlite.ParseSync(strings.Join(q["sync"], ",")); err != nil {
-				return nil, usageError("store %q: %v", u, err)
-			}
-		}
-		if path == "" {
-			return nil, usageError("store %q names no file (want sqlite:///path/portcullis.db)", u)
+	case strings.HasPrefix(u, "sqlite:"):
+		path, opts, err := sqlite.ParseURL(u)
+		if err != nil {
+			return nil, usageError("store %q: %v", u, err)
 		}
 		if _, err := s.dir(true); err != nil {
 			return nil, err
@@ -114,46 +96,25 @@ func (s *stateFlags) open(ctx context.Context, log *slog.Logger) (portcullis.Sto
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
-		st, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, NoQuickCheck: s.perCall, Sync: mode})
+		opts.Logger, opts.NoQuickCheck = log, s.perCall
+		st, err := sqlite.Open(ctx, path, opts)
 		if err != nil {
 			return nil, err
 		}
 		return st, nil
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		// The schema that holds Portcullis's tables is named by the URL's
-		// own `schema` parameter (default "portcullis"), the durability by
-		// `sync` (full or process); they are not PostgreSQL connection
-		// parameters, so they are taken out.
-		dsn, schema, sync, err := splitParams(u)
+		dsn, opts, err := postgres.ParseURL(u)
 		if err != nil {
 			return nil, usageError("store %q: %v", redactURL(u), err)
 		}
-		mode, err := postgres.ParseSync(sync)
-		if err != nil {
-			return nil, usageError("store %q: %v", redactURL(u), err)
-		}
-		st, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, Schema: schema, Sync: mode})
+		opts.Logger = log
+		st, err := postgres.Open(ctx, dsn, opts)
 		if err != nil {
 			return nil, err
 		}
 		return st, nil
 	}
 	return nil, usageError("unknown store %q (want sqlite:///path or postgres://...)", redactURL(u))
-}
-
-// splitParams takes Portcullis's own query parameters, `schema` and
-// `sync`, out of a PostgreSQL URL.
-func splitParams(u string) (dsn, schema, sync string, err error) {
-	pu, err := url.Parse(u)
-	if err != nil {
-		return "", "", "", err
-	}
-	q := pu.Query()
-	schema, sync = q.Get("schema"), strings.Join(q["sync"], ",") // a repeated sync is refused
-	q.Del("schema")
-	q.Del("sync")
-	pu.RawQuery = q.Encode()
-	return pu.String(), schema, sync, nil
 }
 
 // redactURL hides a password in a store URL before it is shown.

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/auditlog"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/witness"
 )
@@ -111,14 +108,6 @@ func witnessToken(file, env string) (string, error) {
 	return "", nil
 }
 
-// headMAC signs a published head with the state directory's audit key. It
-// is not checkpointMAC: a head must not pass for a prune checkpoint.
-func headMAC(key string, h witness.Head) string {
-	m := hmac.New(sha256.New, []byte(key))
-	fmt.Fprintf(m, "portcullis audit head\n%d\n%s\n%s", h.Seq, h.Hash, h.Time.UTC().Format(time.RFC3339Nano))
-	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
-}
-
 // startWitnesses publishes the chain's head to ws every interval, beside
 // the gateway. The returned stop publishes the last head (call it once
 // no more decisions are made) and waits; it may be called more than once.
@@ -132,7 +121,7 @@ func startWitnesses(ctx context.Context, chain witness.Chain, dir string, ws []w
 	}
 	opts := witness.Options{
 		Chain: chain, Witnesses: ws, Interval: interval, Logger: log,
-		Sign: func(h witness.Head) string { return headMAC(key, h) },
+		Sign: func(h witness.Head) string { return auditlog.SignHead(key, h) },
 	}
 	if m != nil {
 		opts.Observe = func(st witness.Status) { m.ObserveWitness(st.Witness, st.LagRows, st.LastKept, st.Err != nil) }
@@ -182,10 +171,9 @@ func (f *witnessFlags) witnesses(stderr io.Writer) ([]witness.Witness, error) {
 	return out, nil
 }
 
-// witnessAnchors reads the heads every witness kept, checks their
-// signatures with the audit key, and returns them as anchors for
-// verification.
-func witnessAnchors(ctx context.Context, specs []string, tokenFile, dir string, stderr io.Writer) ([]portcullis.AuditAnchor, error) {
+// witnessSources returns the witnesses of audit verify --witness, whose
+// kept heads are read back with the bearer token in tokenFile.
+func witnessSources(specs []string, tokenFile string, stderr io.Writer) ([]auditlog.HeadSource, error) {
 	if len(specs) == 0 {
 		return nil, nil
 	}
@@ -193,11 +181,7 @@ func witnessAnchors(ctx context.Context, specs []string, tokenFile, dir string, 
 	if err != nil {
 		return nil, usageError("--witness-token-file: %v", err)
 	}
-	key, err := readSecret(dir, "audit.key")
-	if err != nil {
-		return nil, &exitError{code: 1, msg: fmt.Sprintf("the witnesses' heads cannot be checked without the audit key: %v", err)}
-	}
-	var out []portcullis.AuditAnchor
+	var out []auditlog.HeadSource
 	for _, spec := range specs {
 		if spec == "stderr" {
 			return nil, usageError("--witness stderr: give the file the supervisor kept the lines in")
@@ -213,19 +197,7 @@ func witnessAnchors(ctx context.Context, specs []string, tokenFile, dir string, 
 		if !ok {
 			return nil, usageError("--witness %s: its heads cannot be read back", spec)
 		}
-		heads, err := r.Heads(ctx)
-		if err != nil {
-			return nil, &exitError{code: 1, msg: fmt.Sprintf("read the heads of witness %s: %v", w.Name(), err)}
-		}
-		if len(heads) == 0 {
-			return nil, &exitError{code: 1, msg: fmt.Sprintf("witness %s kept no heads", w.Name())}
-		}
-		for i, h := range heads {
-			if !hmac.Equal([]byte(headMAC(key, h)), []byte(h.Signature)) {
-				return nil, &exitError{code: 1, msg: fmt.Sprintf("witness %s: head %d (row %d, published %s) has a bad signature: this gateway's audit key did not sign it", w.Name(), i+1, h.Seq, h.Time.Format(time.RFC3339))}
-			}
-			out = append(out, portcullis.AuditAnchor{Seq: h.Seq, Hash: h.Hash, From: fmt.Sprintf("witness %s (head published %s)", w.Name(), h.Time.Format(time.RFC3339))})
-		}
+		out = append(out, r)
 	}
 	return out, nil
 }
