@@ -150,7 +150,9 @@ wire_api = "responses"
 				t.Fatal(err)
 			}
 			env := []string{"HOME=" + home, "CODEX_HOME=" + codexHome}
-			code, stdout, stderr := runBinary(t, env, "", bin, "hook", "install", "codex",
+			// The binary was built into a temporary directory, which
+			// install refuses: its TMPDIR here is another one.
+			code, stdout, stderr := runBinary(t, append(env, "TMPDIR="+work), "", bin, "hook", "install", "codex",
 				"--policy", policyPath, "--state", filepath.Join(root, "state"))
 			if code != 0 {
 				t.Fatalf("hook install codex: exit %d: %s%s", code, stdout, stderr)

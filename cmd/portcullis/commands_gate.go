@@ -98,44 +98,6 @@ format. A failure of any kind answers deny with exit status 2.`,
 	return cmd
 }
 
-type hookInstallOptions struct {
-	project, user bool
-	dir           string
-	policy        string
-	state         string
-	hold          bool
-	deferMCP      []string
-}
-
-func newHookInstallCmd() *cobra.Command {
-	var o hookInstallOptions
-	cmd := &cobra.Command{
-		Use:   "install HOST --policy FILE [flags]",
-		Short: "Add the hook to a host's settings (claude-code, codex)",
-		Long: `Add the hook to a host's settings: Claude Code's settings.json (the project's,
-or the user's with --user), merged, with a backup; or Codex's hooks.json in
-$CODEX_HOME, trusted in its config.toml. Running it again changes nothing.
-Gemini CLI's hook is configured by hand: see docs/INTEGRATIONS.md.`,
-		Example: `  portcullis hook install claude-code --policy policy.yaml
-  portcullis hook install claude-code --user --policy ~/.config/portcullis/policy.yaml --hold
-  portcullis hook install codex --policy policy.yaml`,
-		ValidArgs: []string{"claude-code", "codex"},
-		Args:      cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runHookInstall(&o, args, cmd.OutOrStdout())
-		},
-	}
-	fs := cmd.Flags()
-	fs.BoolVar(&o.project, "project", false, "install into the project's .claude/settings.json (the default)")
-	fs.BoolVar(&o.user, "user", false, "install into ~/.claude/settings.json")
-	fs.StringVar(&o.dir, "dir", "", "the project `directory` (default: the current one)")
-	fs.StringVar(&o.policy, "policy", "", "policy `file` the hook decides under (default $PORTCULLIS_POLICY)")
-	fs.StringVar(&o.state, "state", "", "state `directory` the hook uses (default: the hook's own default)")
-	fs.BoolVar(&o.hold, "hold", false, "hold calls that need a person for an out-of-band approval instead of asking in the agent")
-	fs.StringArrayVar(&o.deferMCP, "defer-mcp", nil, "claude-code: leave calls of this MCP `server`'s tools to the `portcullis mcp` wrapper it runs behind (repeatable)")
-	return cmd
-}
-
 type execOptions struct {
 	policy  string
 	state   stateFlags

@@ -69,8 +69,9 @@ func TestHookDeferMCP(t *testing.T) {
 // TestHookInstallDeferMCP: `hook install claude-code --defer-mcp SERVER`
 // writes the flag into the hook command in the settings.
 func TestHookInstallDeferMCP(t *testing.T) {
+	bin := lastingBinary(t)
 	project := t.TempDir()
-	code, out, errOut := runCLI(t, "", "hook", "install", "claude-code", "--dir", project, "--policy", claudePolicy, "--defer-mcp", "filesystem", "--defer-mcp", "github")
+	code, out, errOut := runCLI(t, "", "hook", "install", "claude-code", "--dir", project, "--policy", claudePolicy, "--defer-mcp", "filesystem", "--defer-mcp", "github", "--binary", bin)
 	if code != 0 {
 		t.Fatalf("install: exit %d: %s%s", code, out, errOut)
 	}

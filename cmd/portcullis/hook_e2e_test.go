@@ -192,7 +192,10 @@ func installedCommandRuns(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
-	code, out, errOut := runBinary(t, nil, "", bin, "hook", "install", "claude-code", "--dir", project, "--policy", claudePolicy, "--state", state)
+	// The binary was built into a temporary directory, which install
+	// refuses: its TMPDIR here is another one.
+	installEnv := []string{"TMPDIR=" + project}
+	code, out, errOut := runBinary(t, installEnv, "", bin, "hook", "install", "claude-code", "--dir", project, "--policy", claudePolicy, "--state", state)
 	if code != 0 {
 		t.Fatalf("install: exit %d: %s%s", code, out, errOut)
 	}

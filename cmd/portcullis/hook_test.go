@@ -232,126 +232,59 @@ func approvePending(t *testing.T, g *gate.Gate, st portcullis.Store, approve boo
 	t.Error("no approval request appeared")
 }
 
-// TestHookInstall merges the hook into Claude Code's settings: other
-// settings and hooks stay as they were, in their order; a second install
-// changes nothing; a changed install replaces the hook in place; the
-// previous file is kept.
-func TestHookInstall(t *testing.T) {
-	project := t.TempDir()
-	settings := filepath.Join(project, ".claude", "settings.json")
-	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+// lastingBinary is a stand-in portcullis binary outside every directory
+// install refuses: it sets TMPDIR to a directory of its own, and the
+// binary lives beside it.
+func lastingBinary(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	tmp := filepath.Join(root, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	original := `{
-  "model": "opus",
-  "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},
-  "hooks": {
-    "PostToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "gofmt -w \"$CLAUDE_PROJECT_DIR\""}]}],
-    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./scripts/lint-bash.sh"}]}]
-  },
-  "env": {"FOO": "1"}
+	t.Setenv("TMPDIR", tmp)
+	bin := filepath.Join(root, "portcullis")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
-`
-	if err := os.WriteFile(settings, []byte(original), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	install := func(extra ...string) (int, string) {
-		code, stdout, stderr := runCLI(t, "", append([]string{"hook", "install", "claude-code", "--project", "--dir", project, "--policy", claudePolicy}, extra...)...)
-		return code, stdout + stderr
-	}
-	code, out := install()
-	if code != 0 {
-		t.Fatalf("install: exit %d: %s", code, out)
-	}
-	first, err := os.ReadFile(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s struct {
-		Model       string         `json:"model"`
-		Permissions map[string]any `json:"permissions"`
-		Env         map[string]any `json:"env"`
-		Hooks       map[string][]struct {
-			Matcher string `json:"matcher"`
-			Hooks   []struct {
-				Type    string `json:"type"`
-				Command string `json:"command"`
-				Timeout int    `json:"timeout"`
-			} `json:"hooks"`
-		} `json:"hooks"`
-	}
-	if err := json.Unmarshal(first, &s); err != nil {
-		t.Fatalf("settings after install are not JSON: %v\n%s", err, first)
-	}
-	if s.Model != "opus" || s.Env["FOO"] != "1" || len(s.Permissions) != 2 || len(s.Hooks["PostToolUse"]) != 1 {
-		t.Errorf("other settings were not kept:\n%s", first)
-	}
-	pre := s.Hooks["PreToolUse"]
-	if len(pre) != 2 || pre[0].Hooks[0].Command != "./scripts/lint-bash.sh" || pre[1].Matcher != "*" {
-		t.Fatalf("PreToolUse after install = %+v; want the existing group, then Portcullis's for every tool", pre)
-	}
-	ours := pre[1].Hooks[0]
-	abs, _ := filepath.Abs(claudePolicy)
-	if ours.Type != "command" || !strings.Contains(ours.Command, " hook claude-code --policy "+abs) || ours.Timeout != hookTimeout {
-		t.Errorf("the installed hook = %+v", ours)
-	}
-	if idx := func(k string) int { return bytes.Index(first, []byte(`"`+k+`"`)) }; !(idx("model") < idx("permissions") && idx("permissions") < idx("hooks") && idx("hooks") < idx("env")) {
-		t.Errorf("the settings' keys changed order:\n%s", first)
-	}
-	if bak, err := os.ReadFile(settings + ".bak"); err != nil || string(bak) != original {
-		t.Errorf("backup = %q, %v; want the original file", bak, err)
-	}
-	if st, err := os.Stat(settings); err != nil || st.Mode().Perm() != 0o600 {
-		t.Errorf("settings mode = %v, %v; want the original 0600 kept", st.Mode().Perm(), err)
-	}
 
-	// Again: nothing changes, the backup stays the original.
-	if code, out := install(); code != 0 || !strings.Contains(out, "already installed") {
+// TestHookInstall wires `hook install` to hostconfig (whose tests cover
+// the merge): the project's or the user's settings, Gemini's as well as
+// Claude Code's; the test binary itself, built by `go test` into a
+// directory Go deletes, is refused with the way to install one; bad
+// arguments are exit status 2.
+func TestHookInstall(t *testing.T) {
+	bin := lastingBinary(t)
+	project := t.TempDir()
+	code, out, errOut := runCLI(t, "", "hook", "install", "claude-code", "--dir", project, "--policy", claudePolicy, "--binary", bin)
+	settings := filepath.Join(project, ".claude", "settings.json")
+	if code != 0 || !strings.Contains(out, settings+": PreToolUse hook installed") {
+		t.Fatalf("install: exit %d: %s%s", code, out, errOut)
+	}
+	abs, _ := filepath.Abs(claudePolicy)
+	if b, err := os.ReadFile(settings); err != nil || !bytes.Contains(b, []byte(bin+" hook claude-code --policy "+abs)) {
+		t.Errorf("settings = %s, %v", b, err)
+	}
+	if code, out, _ := runCLI(t, "", "hook", "install", "claude-code", "--dir", project, "--policy", claudePolicy, "--binary", bin); code != 0 || !strings.Contains(out, "already installed") {
 		t.Errorf("second install: exit %d: %s", code, out)
 	}
-	if again, _ := os.ReadFile(settings); !bytes.Equal(again, first) {
-		t.Errorf("a second install changed the file:\n%s", again)
-	}
-	if bak, _ := os.ReadFile(settings + ".bak"); string(bak) != original {
-		t.Errorf("a second install replaced the backup")
-	}
-
-	// With --hold: the same entry, replaced in place.
-	if code, out := install("--hold"); code != 0 {
-		t.Fatalf("install --hold: exit %d: %s", code, out)
-	}
-	held, _ := os.ReadFile(settings)
-	if n := bytes.Count(held, []byte("hook claude-code")); n != 1 || !bytes.Contains(held, []byte("--hold")) || !bytes.Contains(held, []byte(`"timeout": 120`)) {
-		t.Errorf("install --hold: %d Portcullis hooks:\n%s; want one, holding, with the longer timeout", n, held)
-	}
-
-	// The user's settings, created.
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	if code, out, errOut := runCLI(t, "", "hook", "install", "claude-code", "--user", "--policy", claudePolicy); code != 0 {
-		t.Fatalf("install --user: exit %d: %s%s", code, out, errOut)
+	if code, out, errOut := runCLI(t, "", "hook", "install", "gemini", "--user", "--policy", claudePolicy, "--binary", bin); code != 0 || !strings.Contains(out, "BeforeTool hook installed") {
+		t.Errorf("install gemini --user: exit %d: %s%s", code, out, errOut)
 	}
-	if b, err := os.ReadFile(filepath.Join(home, ".claude", "settings.json")); err != nil || !bytes.Contains(b, []byte("hook claude-code")) {
-		t.Errorf("user settings = %s, %v", b, err)
+	if b, err := os.ReadFile(filepath.Join(home, ".gemini", "settings.json")); err != nil || !bytes.Contains(b, []byte("hook gemini")) {
+		t.Errorf("gemini settings = %s, %v", b, err)
 	}
-
-	// Settings that are not a JSON object are left alone.
-	broken := filepath.Join(t.TempDir(), ".claude", "settings.json")
-	if err := os.MkdirAll(filepath.Dir(broken), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(broken, []byte(`["not", "settings"]`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, _ := runCLI(t, "", "hook", "install", "claude-code", "--dir", filepath.Dir(filepath.Dir(broken)), "--policy", claudePolicy); code == 0 {
-		t.Errorf("install into a settings file that is a list: exit 0")
-	}
-	if b, _ := os.ReadFile(broken); string(b) != `["not", "settings"]` {
-		t.Errorf("a settings file that could not be merged was changed: %s", b)
+	code, _, errOut = runCLI(t, "", "hook", "install", "claude-code", "--dir", t.TempDir(), "--policy", claudePolicy)
+	if code != 2 || !strings.Contains(errOut, "go install ./cmd/portcullis") {
+		t.Errorf("install of the test binary (in go test's build directory): exit %d: %s; want 2 and how to install", code, errOut)
 	}
 	t.Setenv("CODEX_HOME", t.TempDir())
-	for _, args := range [][]string{{"gemini"}, {"codex", "--dir", project}, {"claude-code", "--project", "--user"}, {}} {
-		if code, _, _ := runCLI(t, "", append([]string{"hook", "install"}, append(args, "--policy", claudePolicy)...)...); code != 2 {
+	for _, args := range [][]string{{"cursor"}, {"codex", "--dir", project}, {"claude-code", "--project", "--user"}, {}} {
+		if code, _, _ := runCLI(t, "", append([]string{"hook", "install"}, append(args, "--policy", claudePolicy, "--binary", bin)...)...); code != 2 {
 			t.Errorf("hook install %q: exit %d; want 2", args, code)
 		}
 	}

@@ -88,7 +88,7 @@ func newRootCmd() *cobra.Command {
 	)
 	root.SetFlagErrorFunc(flagError)
 	addToGroup(root, groupDecide, newDecideCmd(), newExplainCmd(), newPolicyCmd(), newClassifyCmd())
-	addToGroup(root, groupGate, newHookCmd(), newExecCmd(), newMCPCmd(), newServeCmd(), newToolsCmd())
+	addToGroup(root, groupGate, newInitCmd(), newDoctorCmd(), newHookCmd(), newExecCmd(), newMCPCmd(), newServeCmd(), newToolsCmd())
 	addToGroup(root, groupPeople, newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newGrantsCmd(), newUnblockCmd())
 	addToGroup(root, groupAudit, newAuditCmd(), newBudgetsCmd(), newWitnessCmd(), newBenchCmd(), newVersionCmd())
 	return root

@@ -1,15 +1,11 @@
-package main
+package hostconfig
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -23,106 +19,78 @@ var codexEvents = []struct{ name, label string }{
 	{"PermissionRequest", "permission_request"},
 }
 
-// codexHome is Codex's home directory: $CODEX_HOME, else ~/.codex.
-func codexHome() (string, error) {
-	if h := os.Getenv("CODEX_HOME"); h != "" {
-		return filepath.Abs(h)
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find the home directory: %w", err)
-	}
-	return filepath.Join(home, ".codex"), nil
-}
-
-// installCodexHook is `portcullis hook install codex`: it merges the
-// PreToolUse and PermissionRequest hooks into $CODEX_HOME/hooks.json and
-// records in $CODEX_HOME/config.toml that the user trusts exactly these
-// hooks. Codex runs a user's hook only once its trust entry
-// ([hooks.state."<hooks.json>:<event>:<group>:<handler>"], trusted_hash =
-// the hook's fingerprint) matches the hook; an untrusted hook is skipped
-// without a word. Running it again changes nothing; the previous files
-// are kept as .bak.
-func installCodexHook(stdout io.Writer, command, exe string, timeout int) error {
-	home, err := codexHome()
-	if err != nil {
-		return err
-	}
-	hooksPath := filepath.Join(home, "hooks.json")
-	configPath := filepath.Join(home, "config.toml")
+// installCodex merges the PreToolUse and PermissionRequest hooks into
+// $CODEX_HOME/hooks.json and records in $CODEX_HOME/config.toml that the
+// user trusts exactly these hooks. Codex runs a user's hook only once its
+// trust entry ([hooks.state."<hooks.json>:<event>:<group>:<handler>"],
+// trusted_hash = the hook's fingerprint) matches the hook; an untrusted
+// hook is skipped without a word. Installing again changes nothing; the
+// previous files are kept as .bak. A config.toml that cannot be extended
+// safely is refused, with the lines to add, and nothing is written.
+func (e Env) installCodex(command, exe string, timeout int) (Installed, error) {
+	hooksPath := filepath.Join(e.CodexHome, "hooks.json")
+	configPath := filepath.Join(e.CodexHome, "config.toml")
 	oldHooks, hooksMode, err := readForUpdate(hooksPath)
 	if err != nil {
-		return err
+		return Installed{}, err
 	}
 	oldConfig, configMode, err := readForUpdate(configPath)
 	if err != nil {
-		return err
+		return Installed{}, err
 	}
 	hooks := oldHooks
 	for _, ev := range codexEvents {
 		if hooks, err = mergeHook(hooks, ev.name, "codex", command, exe, timeout, ""); err != nil {
-			return fmt.Errorf("%s: %w", hooksPath, err)
+			return Installed{}, fmt.Errorf("%s: %w", hooksPath, err)
 		}
 	}
 	config := oldConfig
-	trust := map[string]string{}
-	for _, ev := range codexEvents {
-		group, handler, matcher, err := findCodexHook(hooks, ev.name, command)
-		if err != nil {
-			return fmt.Errorf("%s: %w", hooksPath, err)
-		}
-		key := fmt.Sprintf("%s:%s:%d:%d", hooksPath, ev.label, group, handler)
-		hash, err := codexHookHash(ev.label, matcher, command, timeout)
-		if err != nil {
-			return err
-		}
-		trust[key] = hash
-		if config, err = setCodexTrust(config, key, hash); err != nil {
-			return err
+	trust, err := codexTrust(hooksPath, hooks, command, timeout)
+	if err != nil {
+		return Installed{}, err
+	}
+	for _, t := range trust {
+		if config, err = setCodexTrust(config, t.key, t.hash); err != nil {
+			return Installed{}, err
 		}
 	}
 	if err := checkCodexTrust(config, trust); err != nil {
 		var b strings.Builder
-		for _, ev := range codexEvents {
-			group, handler, matcher, _ := findCodexHook(hooks, ev.name, command)
-			key := fmt.Sprintf("%s:%s:%d:%d", hooksPath, ev.label, group, handler)
-			hash, _ := codexHookHash(ev.label, matcher, command, timeout)
-			fmt.Fprintf(&b, "\n  [hooks.state.%s]\n  trusted_hash = %q", tomlQuote(key), hash)
+		for _, t := range trust {
+			fmt.Fprintf(&b, "\n  [hooks.state.%s]\n  trusted_hash = %q", tomlQuote(t.key), t.hash)
 		}
-		return fmt.Errorf("%s: cannot record the hooks' trust (%v); nothing was changed. Fix the file, or add to it by hand:%s\nthen run this command again", configPath, err, b.String())
+		return Installed{}, fmt.Errorf("%s: cannot record the hooks' trust (%v); nothing was changed. Fix the file, or add to it by hand:%s\nthen run this command again", configPath, err, b.String())
 	}
 	hooksChanged, err := writeWithBackup(hooksPath, oldHooks, hooks, hooksMode)
 	if err != nil {
-		return err
+		return Installed{}, err
 	}
 	configChanged, err := writeWithBackup(configPath, oldConfig, config, configMode)
 	if err != nil {
-		return err
+		return Installed{}, err
 	}
-	if !hooksChanged && !configChanged {
-		fmt.Fprintf(stdout, "%s: the Portcullis hooks are already installed and trusted\n", hooksPath)
-		return nil
-	}
-	fmt.Fprintf(stdout, "%s: PreToolUse and PermissionRequest hooks installed for every tool:\n  %s\n", hooksPath, command)
-	fmt.Fprintf(stdout, "%s: trusted (Codex runs them without a review; a changed hook needs this command again)\n", configPath)
-	return nil
+	return Installed{Files: []string{hooksPath, configPath}, Changed: hooksChanged || configChanged, Command: command}, nil
 }
 
-// readForUpdate reads a file to be rewritten: nil when it does not exist,
-// and the mode to write it back with.
-func readForUpdate(path string) ([]byte, fs.FileMode, error) {
-	old, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, 0o644, nil
-	case err != nil:
-		return nil, 0, err
+// codexTrustEntry is the trust Codex needs for one installed hook.
+type codexTrustEntry struct{ key, hash string }
+
+// codexTrust is the trust entries for command's hooks in hooksJSON (the
+// file at hooksPath).
+func codexTrust(hooksPath string, hooksJSON []byte, command string, timeout int) ([]codexTrustEntry, error) {
+	var out []codexTrustEntry
+	for _, ev := range codexEvents {
+		group, handler, matcher, err := findCodexHook(hooksJSON, ev.name, command)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", hooksPath, err)
+		}
+		hash, err := codexHookHash(ev.label, matcher, command, timeout)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, codexTrustEntry{fmt.Sprintf("%s:%s:%d:%d", hooksPath, ev.label, group, handler), hash})
 	}
-	mode := fs.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		mode = st.Mode().Perm()
-	}
-	return old, mode, nil
+	return out, nil
 }
 
 // findCodexHook finds command among the event's hooks: its group's and
@@ -223,7 +191,7 @@ func setCodexTrust(config []byte, key, hash string) ([]byte, error) {
 
 // checkCodexTrust reads config.toml as Codex will and confirms that each
 // key's trusted_hash is the one wanted.
-func checkCodexTrust(config []byte, want map[string]string) error {
+func checkCodexTrust(config []byte, want []codexTrustEntry) error {
 	var c struct {
 		Hooks struct {
 			State map[string]struct {
@@ -235,7 +203,8 @@ func checkCodexTrust(config []byte, want map[string]string) error {
 	if _, err := toml.Decode(string(config), &c); err != nil {
 		return err
 	}
-	for key, hash := range want {
+	for _, w := range want {
+		key, hash := w.key, w.hash
 		st, ok := c.Hooks.State[key]
 		if !ok || st.TrustedHash != hash {
 			return fmt.Errorf("hooks.state %q does not read back with trusted_hash %s", key, hash)

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/portcullis/portcullis/hostconfig"
+	"github.com/spf13/cobra"
+)
+
+// newDoctorCmd is `portcullis doctor`: is each installed client protected?
+func newDoctorCmd() *cobra.Command {
+	var dir string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor [CLIENT...]",
+		Short: "Check that Portcullis is in front of each installed agent client (exit 1 when one is not protected)",
+		Long: `Find each installed agent client — Claude Code (user and project settings),
+Codex (hooks and their trust), Gemini CLI, Claude Desktop and Cursor (MCP
+servers) — and say whether Portcullis is in front of it: protected, refusing
+every call, or not protected, why, and the command that fixes it. A hook is
+probed through the exact command its settings hold, with a harmless event
+(the shell command "true", decided and audited, never run).
+
+Exit status: 0 when everything found is protected (or nothing is installed),
+1 when something is not, 2 on bad input.`,
+		ValidArgs: clientNames(),
+		Args:      cobra.OnlyValidArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := hostconfig.FromOS()
+			if err != nil {
+				return err
+			}
+			project, err := filepath.Abs(firstNonEmpty(dir, "."))
+			if err != nil {
+				return err
+			}
+			var only []hostconfig.Client
+			for _, a := range args {
+				c, _ := hostconfig.ClientNamed(a)
+				only = append(only, c)
+			}
+			return doctorReport(cmd.Context(), cmd.OutOrStdout(), env, project, only, asJSON)
+		},
+	}
+	c.Flags().StringVar(&dir, "dir", "", "the project `directory` whose settings are checked too (default: the current one)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as one JSON array")
+	return c
+}
+
+func clientNames() []string {
+	var out []string
+	for _, c := range hostconfig.Clients {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// doctorFinding is a finding as `doctor --json` prints it.
+type doctorFinding struct {
+	Client        string   `json:"client"`
+	File          string   `json:"file"`
+	Status        string   `json:"status"`
+	Why           []string `json:"why"`
+	Fix           string   `json:"fix,omitempty"`
+	Command       string   `json:"command,omitempty"`
+	DefaultPolicy bool     `json:"defaultPolicy"`
+}
+
+// doctorReport checks the clients and prints what it found; an error
+// with exit status 1 when anything found is not protected.
+func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project string, only []hostconfig.Client, asJSON bool) error {
+	findings := env.Check(ctx, project, only, nil)
+	bad := 0
+	for _, f := range findings {
+		if f.Status != hostconfig.Protected {
+			bad++
+		}
+	}
+	if asJSON {
+		out := make([]doctorFinding, 0, len(findings))
+		for _, f := range findings {
+			out = append(out, doctorFinding{string(f.Client), f.File, string(f.Status), f.Why, f.Fix, f.Command, f.DefaultPolicy})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(w, "doctor:")
+		if len(findings) == 0 {
+			names := clientNames()
+			if len(only) > 0 {
+				names = names[:0]
+				for _, c := range only {
+					names = append(names, string(c))
+				}
+			}
+			fmt.Fprintf(w, "  no agent client found (looked for %s in %s and %s)\n", strings.Join(names, ", "), env.Home, project)
+		}
+		for _, f := range findings {
+			status := string(f.Status)
+			if f.Status != hostconfig.Protected {
+				status = strings.ToUpper(status)
+			}
+			fmt.Fprintf(w, "  %s (%s): %s\n", f.Client, f.File, status)
+			if f.Command != "" {
+				fmt.Fprintf(w, "    runs: %s\n", f.Command)
+			}
+			if f.DefaultPolicy {
+				fmt.Fprintln(w, "    policy: the built-in default policy (no --policy in the command; portcullis policy show-default prints it)")
+			}
+			for _, why := range f.Why {
+				fmt.Fprintf(w, "    - %s\n", why)
+			}
+			if f.Status != hostconfig.Protected && f.Fix != "" {
+				fmt.Fprintf(w, "    fix: %s\n", f.Fix)
+			}
+		}
+	}
+	if bad > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("doctor: %d of %d not protected", bad, len(findings))}
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+// Package hostconfig knows the configuration files of the agents that
+// Portcullis guards — Claude Code's user and project settings, Codex's
+// hooks.json and the trust entries of its config.toml, Gemini CLI's
+// settings, Claude Desktop's and Cursor's lists of MCP servers — and
+// changes them as a careful person would: merged, every other setting kept
+// in its place, the previous file kept beside it as a backup.
+//
+// It installs Portcullis's hook (InstallHook) or wraps MCP servers in
+// `portcullis mcp` (WrapMCP), writes starter policies without overwriting
+// one a person edited (WritePolicy), classifies an MCP server's tools for
+// a person to review (ListTools, ClassifyTools), and reports whether each
+// client it finds is protected (Check, behind `portcullis doctor`).
+//
+// It never decides a call: the hooks and wrappers it installs run the
+// portcullis binary, whose gate decides. It refuses to install a command
+// that would not last (a binary in the Go build cache or a temporary
+// directory).
+package hostconfig
