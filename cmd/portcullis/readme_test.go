@@ -93,7 +93,7 @@ func TestReadmeFirstMinute(t *testing.T) {
 		env = append(env, k+"="+strings.TrimSpace(string(v)))
 	}
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "HOME" && k != "XDG_STATE_HOME" && !strings.HasPrefix(k, "PORTCULLIS_") {
+		if k, _, _ := strings.Cut(kv, "="); k != "HOME" && k != "XDG_STATE_HOME" && k != "CLAUDE_CONFIG_DIR" && !strings.HasPrefix(k, "PORTCULLIS_") {
 			env = append(env, kv)
 		}
 	}
@@ -232,7 +232,13 @@ func TestReadmeFirstMinute(t *testing.T) {
 		if err := json.Unmarshal(cfg, &c); err != nil {
 			t.Fatal(err)
 		}
-		s, ok := c.Projects[repo].MCPServers["notes"]
+		key := repo
+		if real, err := filepath.EvalSymlinks(repo); err == nil {
+			if _, ok := c.Projects[real]; ok {
+				key = real
+			}
+		}
+		s, ok := c.Projects[key].MCPServers["notes"]
 		if !ok || s.Type != "http" || s.URL != base+"/mcp" || s.Headers["Authorization"] != "Bearer "+strings.TrimSpace(string(token)) {
 			t.Errorf("Claude Code's configuration after the README's line:\n%s", cfg)
 		}
