@@ -33,9 +33,9 @@ type Observer interface {
 // (and ends calls in the reverse order).
 type Observers []Observer
 
-func (os Observers) StartCall(ctx context.Context, tool, session, agent string) (context.Context, func(string, error)) {
-	ends := make([]func(string, error), len(os))
-	for i, o := range os {
+func (obs Observers) StartCall(ctx context.Context, tool, session, agent string) (context.Context, func(string, error)) {
+	ends := make([]func(string, error), len(obs))
+	for i, o := range obs {
 		ctx, ends[i] = o.StartCall(ctx, tool, session, agent)
 	}
 	return ctx, func(result string, err error) {
@@ -45,29 +45,29 @@ func (os Observers) StartCall(ctx context.Context, tool, session, agent string) 
 	}
 }
 
-func (os Observers) UpstreamCall(ctx context.Context, upstream, tool string, took time.Duration, isError bool, err error) {
-	for _, o := range os {
+func (obs Observers) UpstreamCall(ctx context.Context, upstream, tool string, took time.Duration, isError bool, err error) {
+	for _, o := range obs {
 		o.UpstreamCall(ctx, upstream, tool, took, isError, err)
 	}
 }
 
-func (os Observers) UpstreamRestart(upstream string, err error) {
-	for _, o := range os {
+func (obs Observers) UpstreamRestart(upstream string, err error) {
+	for _, o := range obs {
 		o.UpstreamRestart(upstream, err)
 	}
 }
 
 // UpstreamFrameSkipped tells each observer that is a FrameObserver.
-func (os Observers) UpstreamFrameSkipped(upstream, reason string) {
-	for _, o := range os {
+func (obs Observers) UpstreamFrameSkipped(upstream, reason string) {
+	for _, o := range obs {
 		if fo, ok := o.(FrameObserver); ok {
 			fo.UpstreamFrameSkipped(upstream, reason)
 		}
 	}
 }
 
-func (os Observers) ApprovalWait(tool, result string, waited time.Duration) {
-	for _, o := range os {
+func (obs Observers) ApprovalWait(tool, result string, waited time.Duration) {
+	for _, o := range obs {
 		o.ApprovalWait(tool, result, waited)
 	}
 }
