@@ -774,3 +774,19 @@ func TestUpstreamLearnsTheClientsRoots(t *testing.T) {
 		t.Fatal("the upstream, started before the client, never learned the client's roots")
 	}
 }
+
+// TestListResultsSayTheirCacheScope: the gateway builds its list results
+// itself, and the protocol requires their cacheScope; Claude Code refuses
+// a tools/list without it (and then shows the server with no tools). The
+// results depend on the session (denied tools are hidden): "private".
+func TestListResultsSayTheirCacheScope(t *testing.T) {
+	h := newHarness(t, testPolicy, nil)
+	cs := h.connect(nil)
+	r, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.CacheScope != "private" {
+		t.Errorf("tools/list cacheScope = %q; want private", r.CacheScope)
+	}
+}
