@@ -72,37 +72,12 @@ func pageText(t *testing.T, ctx context.Context, sel string) string {
 	return s
 }
 
-// again runs a node action (a click, keys) and, when a live refresh
-// replaced the node between finding it and acting on it, runs it again on
-// the new node. Those errors come before any input is sent, so nothing is
-// clicked or typed twice.
-func again(a chromedp.Action) chromedp.ActionFunc {
-	return func(ctx context.Context) error {
-		for {
-			err := a.Do(ctx)
-			if err == nil || ctx.Err() != nil || !staleNode(err) {
-				return err
-			}
-		}
-	}
-}
+// press clicks sel like a person; fill types text into it. Each finds its
+// element and acts on it in one step, so a live refresh cannot leave it
+// holding a replaced node.
+func press(sel string) chromedp.Action { return browsertest.Click(sel) }
 
-func staleNode(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"No node with given id", "Could not compute", "Node is detached", "Could not find node"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// press clicks sel like a person; fill types text into it.
-func press(sel string) chromedp.Action { return again(chromedp.Click(sel, chromedp.ByQuery)) }
-
-func fill(sel, text string) chromedp.Action {
-	return again(chromedp.SendKeys(sel, text, chromedp.ByQuery))
-}
+func fill(sel, text string) chromedp.Action { return browsertest.Type(sel, text) }
 
 // livePage opens a live console page and waits until its first live
 // refresh (made when the event stream opens) has replaced the main region,

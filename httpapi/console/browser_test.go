@@ -148,15 +148,15 @@ func TestBrowser(t *testing.T) {
 	run(t, ctx, "open the console", chromedp.Navigate(base+"/approvals"), chromedp.WaitVisible("#login-form", chromedp.ByQuery))
 	shots.shot(ctx, "login")
 	run(t, ctx, "wrong token",
-		chromedp.SendKeys("#token", "not-the-token-at-all", chromedp.ByQuery),
+		browsertest.Type("#token", "not-the-token-at-all"),
 		chromedp.Submit("#login-form", chromedp.ByQuery),
 		chromedp.WaitVisible("#login-error", chromedp.ByQuery))
 	if got := text(t, ctx, "#login-error"); !strings.Contains(got, "Wrong token") {
 		t.Fatalf("after a wrong token the page says %q", got)
 	}
 	run(t, ctx, "log in",
-		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),
-		chromedp.SendKeys("#name", "alice", chromedp.ByQuery),
+		browsertest.Type("#token", testToken),
+		browsertest.Type("#name", "alice"),
 		chromedp.Submit("#login-form", chromedp.ByQuery),
 		chromedp.WaitVisible("#no-pending", chromedp.ByQuery),
 		chromedp.WaitVisible(`#live-status[data-state="on"]`, chromedp.ByQuery))
@@ -171,7 +171,7 @@ func TestBrowser(t *testing.T) {
 	}
 	// Approve it; the held call goes on.
 	run(t, ctx, "approve once",
-		chromedp.Click(card+` button[data-action="approve-once"]`, chromedp.ByQuery),
+		browsertest.Click(card+` button[data-action="approve-once"]`),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery),
 		chromedp.WaitNotPresent(card, chromedp.ByQuery))
 	if a := answer(t, held); a.Status != portcullis.ApprovalApproved || a.DecidedBy != "console:alice" {
@@ -194,7 +194,7 @@ func TestBrowser(t *testing.T) {
 	shots.shot(ctx, "pending")
 
 	// The request in detail; deny it with a reason the agent sees.
-	run(t, ctx, "open the request", chromedp.Click("#approval-"+emailID+" a.tool", chromedp.ByQuery), chromedp.WaitVisible("#trace", chromedp.ByQuery),
+	run(t, ctx, "open the request", browsertest.Click("#approval-"+emailID+" a.tool"), chromedp.WaitVisible("#trace", chromedp.ByQuery),
 		chromedp.WaitReady(`#main[data-version]`, chromedp.ByQuery))
 	if got := text(t, ctx, "#args"); !strings.Contains(got, `"to": "jane@acme.com"`) || strings.Contains(got, "hunter2") {
 		t.Errorf("the arguments shown: %s", got)
@@ -205,8 +205,8 @@ func TestBrowser(t *testing.T) {
 	shots.shot(ctx, "approval")
 	const reason = "Not to Jane: send the numbers to finance@acme.com"
 	run(t, ctx, "deny with a reason",
-		chromedp.SendKeys(`#approval form.deny input[name="reason"]`, reason, chromedp.ByQuery),
-		chromedp.Click(`#approval button[data-action="deny"]`, chromedp.ByQuery),
+		browsertest.Type(`#approval form.deny input[name="reason"]`, reason),
+		browsertest.Click(`#approval button[data-action="deny"]`),
 		chromedp.WaitVisible("#deny-reason", chromedp.ByQuery))
 	if got := text(t, ctx, "#deny-reason"); got != reason {
 		t.Errorf("the approval shows reason %q; want %q", got, reason)
@@ -220,7 +220,7 @@ func TestBrowser(t *testing.T) {
 	// Approve for the session: the grant shows on the grants page.
 	run(t, ctx, "approve for the session",
 		settled(base+"/approvals"),
-		chromedp.Click("#approval-"+createID+` button[data-action="approve-session"]`, chromedp.ByQuery),
+		browsertest.Click("#approval-"+createID+` button[data-action="approve-session"]`),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery),
 		chromedp.Navigate(base+"/grants"),
 		chromedp.WaitVisible("#grant-list", chromedp.ByQuery))
@@ -244,8 +244,8 @@ func TestBrowser(t *testing.T) {
 	}
 	shots.shot(ctx, "blocks")
 	run(t, ctx, "unblock with the code",
-		chromedp.SendKeys(`li[data-agent="deploy-bot"] input[name="code"]`, code, chromedp.ByQuery),
-		chromedp.Click(`li[data-agent="deploy-bot"] button[data-action="unblock"]`, chromedp.ByQuery),
+		browsertest.Type(`li[data-agent="deploy-bot"] input[name="code"]`, code),
+		browsertest.Click(`li[data-agent="deploy-bot"] button[data-action="unblock"]`),
 		chromedp.WaitVisible("#no-blocks", chromedp.ByQuery))
 	if _, blocked, err := e.st.Block(bg, "deploy-bot"); err != nil || blocked {
 		t.Fatalf("deploy-bot is still blocked (%v)", err)
@@ -281,7 +281,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(card, chromedp.ByQuery),
 		chromedp.SetAttributeValue(card+` button[data-action="approve-once"]`, "id", "forged", chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelector("#forged").form.elements.csrf.value = "forged-token"`, nil),
-		chromedp.Click("#forged", chromedp.ByQuery),
+		browsertest.Click("#forged"),
 		chromedp.WaitVisible("#error-message", chromedp.ByQuery))
 	if got := text(t, ctx, "#error-message"); !strings.Contains(got, "security token") {
 		t.Errorf("a forged CSRF token got %q", got)
@@ -301,7 +301,7 @@ func TestBrowser(t *testing.T) {
 	}))
 	defer evil.Close()
 	run(t, ctx, "a form from another origin",
-		chromedp.Navigate(evil.URL), chromedp.Click("#go", chromedp.ByQuery), chromedp.WaitVisible("#error-message", chromedp.ByQuery))
+		chromedp.Navigate(evil.URL), browsertest.Click("#go"), chromedp.WaitVisible("#error-message", chromedp.ByQuery))
 	if got := text(t, ctx, "#error-message"); !strings.Contains(got, "another origin") {
 		t.Errorf("a cross-origin form got %q", got)
 	}
@@ -320,7 +320,7 @@ func TestBrowser(t *testing.T) {
 	// Log out: the session is gone.
 	run(t, ctx, "log out",
 		settled(base+"/approvals"),
-		chromedp.Click("#logout", chromedp.ByQuery),
+		browsertest.Click("#logout"),
 		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
 		chromedp.Navigate(base+"/approvals"),
 		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
@@ -364,8 +364,8 @@ func TestBrowserPendingGroupsByAgent(t *testing.T) {
 	run(t, ctx, "log in",
 		chromedp.Navigate(base+"/approvals"),
 		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
-		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),
-		chromedp.SendKeys("#name", "alice", chromedp.ByQuery),
+		browsertest.Type("#token", testToken),
+		browsertest.Type("#name", "alice"),
 		chromedp.Submit("#login-form", chromedp.ByQuery),
 		chromedp.WaitVisible("#pending-agents", chromedp.ByQuery))
 	run(t, ctx, "open the pending page", settled(base+"/approvals"))
@@ -382,7 +382,7 @@ func TestBrowserPendingGroupsByAgent(t *testing.T) {
 		t.Errorf("the badge says %q; want 51", got)
 	}
 	late := e.confirm(portcullis.Call{Tool: "delete_element", Session: "s3", Agent: "late", Args: map[string]any{"name": "x"}})
-	run(t, ctx, "see the late request appear", chromedp.Click("#new-requests", chromedp.ByQuery), chromedp.WaitVisible(`section.agent-group[data-agent="late"] #approval-`+late, chromedp.ByQuery))
+	run(t, ctx, "see the late request appear", browsertest.Click("#new-requests"), chromedp.WaitVisible(`section.agent-group[data-agent="late"] #approval-`+late, chromedp.ByQuery))
 	run(t, ctx, "read the groups again", chromedp.Evaluate(`[...document.querySelectorAll("#pending-list section.agent-group")].map(s => s.dataset.agent)`, &groups))
 	if got, want := strings.Join(groups, " "), "late writer flooder"; got != want {
 		t.Errorf("groups after a third agent asked = %s; want %s", got, want)

@@ -62,8 +62,8 @@ func TestBrowserOtherOriginCannotUseTheSession(t *testing.T) {
 	run(t, ctx, "log in",
 		chromedp.Navigate(base+"/approvals"),
 		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
-		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),
-		chromedp.SendKeys("#name", "alice", chromedp.ByQuery),
+		browsertest.Type("#token", testToken),
+		browsertest.Type("#name", "alice"),
 		chromedp.Submit("#login-form", chromedp.ByQuery),
 		chromedp.WaitVisible("#approval-"+emailID, chromedp.ByQuery),
 		chromedp.WaitVisible(`#live-status[data-state="on"]`, chromedp.ByQuery))
@@ -200,8 +200,8 @@ func TestBrowserOtherOriginCannotUseTheSession(t *testing.T) {
 		chromedp.Evaluate(`localStorage.clear()`, nil),
 		chromedp.Navigate(link),
 		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
-		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),
-		chromedp.SendKeys("#name", "alice", chromedp.ByQuery),
+		browsertest.Type("#token", testToken),
+		browsertest.Type("#name", "alice"),
 		chromedp.Submit("#login-form", chromedp.ByQuery),
 		chromedp.WaitVisible("#args", chromedp.ByQuery))
 	var loc string
@@ -215,7 +215,7 @@ func TestBrowserOtherOriginCannotUseTheSession(t *testing.T) {
 	// session (whose forms carry that session's token), answers the
 	// request although the other tab has logged in since.
 	run(t, ctx, "approve after the replay",
-		chromedp.Click(card+` button[data-action="approve-once"]`, chromedp.ByQuery),
+		browsertest.Click(card+` button[data-action="approve-once"]`),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery),
 		chromedp.Location(&loc))
 	if loc != base+"/approvals" {

@@ -28,8 +28,8 @@ func logIn(t *testing.T, ctx context.Context, base string) {
 	run(t, ctx, "log in",
 		chromedp.Navigate(base+"/approvals"),
 		chromedp.WaitVisible("#login-form", chromedp.ByQuery),
-		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),
-		chromedp.SendKeys("#name", "alice", chromedp.ByQuery),
+		browsertest.Type("#token", testToken),
+		browsertest.Type("#name", "alice"),
 		chromedp.Submit("#login-form", chromedp.ByQuery),
 		chromedp.WaitVisible("#pending-count", chromedp.ByQuery))
 }
@@ -100,7 +100,7 @@ func TestBrowserNothingMovesUnderThePointer(t *testing.T) {
 			if got := text(t, ctx, "#new-requests"); !strings.Contains(got, "1 new request") {
 				t.Errorf("the bar says %q; want 1 new request", got)
 			}
-			run(t, ctx, "show the new request", chromedp.Click("#new-requests", chromedp.ByQuery),
+			run(t, ctx, "show the new request", browsertest.Click("#new-requests"),
 				chromedp.WaitVisible("#approval-"+late, chromedp.ByQuery), chromedp.WaitNotPresent("#new-requests", chromedp.ByQuery))
 
 			// A request answered elsewhere stays in place, greyed, its
@@ -275,17 +275,17 @@ func TestBrowserDenyAndGlossary(t *testing.T) {
 	approved := e.confirm(createCall)
 	card := "#approval-" + id
 	run(t, ctx, "deny without a reason", settled(base+"/approvals"),
-		chromedp.Click(card+` button[data-action="deny"]`, chromedp.ByQuery), chromedp.Sleep(500*time.Millisecond))
+		browsertest.Click(card+` button[data-action="deny"]`), chromedp.Sleep(500*time.Millisecond))
 	if a := e.approval(id); a.Status != portcullis.ApprovalPending {
 		t.Fatalf("a denial without a reason went through: %s", a.Status)
 	}
-	run(t, ctx, "approve another", chromedp.Click("#approval-"+approved+` button[data-action="approve-once"]`, chromedp.ByQuery),
+	run(t, ctx, "approve another", browsertest.Click("#approval-"+approved+` button[data-action="approve-once"]`),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery))
 	var approvedLook string
 	run(t, ctx, "read the approval's look", chromedp.Evaluate(`getComputedStyle(document.querySelector("#flash")).backgroundColor`, &approvedLook))
 	run(t, ctx, "deny with a reason", settled(base+"/approvals"),
-		chromedp.SendKeys(card+` input[name="reason"]`, "use archive_element", chromedp.ByQuery),
-		chromedp.Click(card+` button[data-action="deny"]`, chromedp.ByQuery),
+		browsertest.Type(card+` input[name="reason"]`, "use archive_element"),
+		browsertest.Click(card+` button[data-action="deny"]`),
 		chromedp.WaitVisible("#flash", chromedp.ByQuery), chromedp.WaitNotPresent(card, chromedp.ByQuery))
 	var deniedLook string
 	run(t, ctx, "read the denial's look", chromedp.Evaluate(`getComputedStyle(document.querySelector("#flash")).backgroundColor`, &deniedLook))

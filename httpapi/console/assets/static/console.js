@@ -187,6 +187,12 @@
         if (hold(m, html)) {
           return;
         }
+        if (html === shownHTML && m === shownMain && held === null) {
+          // Nothing changed (a change is often heard twice: its notice,
+          // then the store's feed): redrawing would only take the
+          // element under the pointer away mid-click.
+          return;
+        }
         put(m, html);
       })
       .catch(function () {})
@@ -203,8 +209,14 @@
   }
 
   // put replaces the main region with a refreshed one.
+  // shownHTML is what put last drew into shownMain.
+  var shownHTML = null;
+  var shownMain = null;
+
   function put(m, html) {
     held = null;
+    shownHTML = html;
+    shownMain = m;
     var bar = document.getElementById("new-requests");
     if (bar) {
       bar.parentNode.removeChild(bar);
