@@ -48,8 +48,11 @@ var layers = map[string][]string{
 	// of this module.
 	"internal/guard":  {},
 	"httpapi":         {"", "internal/guard"},
-	"httpapi/console": {"", "internal/guard"},
-	"mcpgw":           {"", "internal/guard"},
+	"httpapi/console": {"", "internal/guard", "internal/linediff"},
+	// The line diff of tool definitions the console and `portcullis
+	// tools accept` show.
+	"internal/linediff": {},
+	"mcpgw":             {"", "internal/guard"},
 	// The shell gate behind `portcullis exec` sees the gate as a Decider
 	// and a Holder, as the hook does.
 	"shellgate": {""},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/linediff"
 )
 
 // runTools lists the pinned MCP tool definitions, and accepts a changed
@@ -92,36 +93,9 @@ func runTools(ctx context.Context, o *toolsOptions, pos []string, stdout, stderr
 // definitionDiff shows two canonical JSON definitions, indented, line by
 // line: "-" for what was accepted, "+" for the new definition.
 func definitionDiff(old, nu json.RawMessage) string {
-	a, b := indentLines(old), indentLines(nu)
-	// Longest common subsequence of lines: definitions are small.
-	n, m := len(a), len(b)
-	lcs := make([][]int, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
 	var out strings.Builder
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && a[i] == b[j]:
-			out.WriteString("  " + a[i] + "\n")
-			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+ " + b[j] + "\n")
-			j++
-		default:
-			out.WriteString("- " + a[i] + "\n")
-			i++
-		}
+	for _, l := range linediff.Diff(strings.Join(indentLines(old), "\n"), strings.Join(indentLines(nu), "\n")) {
+		out.WriteString(l.Mark() + " " + l.Text + "\n")
 	}
 	return out.String()
 }
