@@ -3,7 +3,8 @@
 // or deny one, watch them arrive and be answered, list and revoke grants.
 // It works the same through a running gateway's approvals API (a
 // *client.Client is a Service) and on the store directly (Local), so a
-// command that serves people does not care which it has.
+// command that serves people does not care which it has. It writes
+// requests and grants as the commands show them (text.go).
 //
 // It decides nothing itself: answers go through the gate (or the
 // gateway's), which records each with its grant and an audit row naming
