@@ -35,7 +35,7 @@ var layers = map[string][]string{
 	// The people's side of approvals and the audit log's readers take
 	// the gate, the store, the client and the witnesses as interfaces of
 	// their own: they import only the root.
-	"approvals": {""},
+	"approvals": {"", "internal/linediff"},
 	"auditlog":  {""},
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
@@ -50,7 +50,7 @@ var layers = map[string][]string{
 	"httpapi":         {"", "internal/guard"},
 	"httpapi/console": {"", "internal/guard", "internal/linediff"},
 	// The line diff of tool definitions the console and `portcullis
-	// tools accept` show.
+	// tools accept` (through approvals) show.
 	"internal/linediff": {},
 	"mcpgw":             {"", "internal/guard"},
 	// The shell gate behind `portcullis exec` sees the gate as a Decider
