@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/portcullis/portcullis/hostconfig"
+	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +55,7 @@ func runInitMCP(cmd *cobra.Command, f *initFlags, name, clientName string, serve
 		return err
 	}
 	if name == "" {
-		name = serverName(server)
+		name = mcpgw.UpstreamName(server)
 	}
 	if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
 		return usageError("--name %q: want a plain name", name)
