@@ -1,9 +1,6 @@
 package main
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // plural writes a count with its noun: "1 upstream", "2 upstreams",
 // "0 upstreams". The noun is regular (its plural adds an s); every count
@@ -19,15 +16,6 @@ func plural[N int | int64](n N, noun string) string {
 func dash(s string) string {
 	if s == "" {
 		return "-"
-	}
-	return s
-}
-
-// oneLine folds s onto one line, cut to max bytes with an ellipsis.
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > max {
-		return s[:max-1] + "…"
 	}
 	return s
 }
