@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,7 +87,7 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range imports {
 			switch {
 			case strings.HasPrefix(imp, module+"/") || imp == module:
-				if r := rel(imp); !contains(allowed, r) {
+				if r := rel(imp); !slices.Contains(allowed, r) {
 					t.Errorf("package %q imports %q; it may import only %q of this module", show(pkg), show(r), showAll(allowed))
 				}
 			case pkg == "" && !std[imp]:
@@ -131,13 +132,4 @@ func showAll(ps []string) []string {
 		out[i] = show(p)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

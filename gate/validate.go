@@ -36,17 +36,11 @@ func (e *eval) inValidatorScope() bool {
 	if len(risks) == 0 && len(sc.Tools) == 0 && !sc.Shell {
 		risks = []portcullis.Risk{portcullis.RiskExternalWrite, portcullis.RiskPolicyWrite}
 	}
-	if e.risk != "" {
-		for _, r := range risks {
-			if r == e.risk {
-				return true
-			}
-		}
+	if e.risk != "" && slices.Contains(risks, e.risk) {
+		return true
 	}
-	for _, t := range sc.Tools {
-		if t == e.canonical {
-			return true
-		}
+	if slices.Contains(sc.Tools, e.canonical) {
+		return true
 	}
 	return sc.Shell && e.r != nil && e.r.shellArg != ""
 }
