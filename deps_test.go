@@ -28,6 +28,9 @@ var layers = map[string][]string{
 	// compares two policies' levels, policy replay re-decides an audit
 	// log. Neither opens a store or formats output.
 	"policydiff": {"", "policy", "gate"},
+	// policy test runs a test file's cases through gates with stand-in
+	// validators, counting budgets in memory.
+	"policytest": {"", "policy", "gate", "memstore"},
 	"replay":     {"", "gate"},
 	// The recorded audit log of replay's tests and benchmarks.
 	"replay/replaytest": {"", "gate", "policy", "sqlite"},
