@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,10 +16,10 @@ import (
 
 // Host is one AI coding host's hook format: how its event is read, how
 // its tools map onto Portcullis's kinds of action, and how an answer is
-// written. The hosts are ClaudeCode, Codex and Gemini.
+// written. The hosts are ClaudeCode, Codex, Gemini, Cursor and Copilot.
 type Host interface {
 	// Name is the host's name on the command line and the default agent
-	// identity: claude-code, codex or gemini.
+	// identity: claude-code, codex, gemini, cursor or copilot.
 	Name() string
 
 	parse(data []byte) (*Event, error)
@@ -56,7 +57,7 @@ func joinEach(dirs []string, rel ...string) []string {
 }
 
 // Hosts lists the supported hosts.
-var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}}
+var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}, Cursor{}, Copilot{}}
 
 // HostNamed returns the host of that name.
 func HostNamed(name string) (Host, bool) {
@@ -245,9 +246,7 @@ func absPath(cwd, p string) string {
 // withArg returns a copy of args with key set to v.
 func withArg(args map[string]any, key string, v any) map[string]any {
 	out := make(map[string]any, len(args)+1)
-	for k, x := range args {
-		out[k] = x
-	}
+	maps.Copy(out, args)
 	out[key] = v
 	return out
 }

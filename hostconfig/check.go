@@ -90,6 +90,12 @@ func probeEvent(client Client, dir string) []byte {
 	case Gemini:
 		ev["hook_event_name"], ev["tool_name"] = "BeforeTool", "run_shell_command"
 		ev["timestamp"] = "2026-01-01T00:00:00Z"
+	case Cursor:
+		ev = map[string]any{"hook_event_name": "beforeShellExecution", "conversation_id": ProbeSession,
+			"generation_id": "portcullis-doctor", "workspace_roots": []string{dir}, "command": "true", "cwd": dir}
+	case Copilot:
+		ev = map[string]any{"sessionId": ProbeSession, "timestamp": 0, "cwd": dir,
+			"toolName": "bash", "toolArgs": map[string]any{"command": "true"}}
 	default:
 		ev["hook_event_name"], ev["tool_name"] = "PreToolUse", "Bash"
 		ev["permission_mode"], ev["tool_use_id"] = "default", "portcullis-doctor"
@@ -146,7 +152,19 @@ func (e Env) Check(ctx context.Context, project string, only []Client, probe Pro
 			if project != "" {
 				files = append(files, filepath.Join(project, ".cursor", "mcp.json"))
 			}
-			out = append(out, e.checkMCP(c, files, filepath.Join(e.Home, ".cursor"))...)
+			hooks := []string{filepath.Join(e.Home, ".cursor", "hooks.json")}
+			if project != "" {
+				hooks = append(hooks, filepath.Join(project, ".cursor", "hooks.json"))
+			}
+			hf := e.checkCursorHooks(ctx, hooks, dir, probe)
+			home := filepath.Join(e.Home, ".cursor")
+			if len(hf) > 0 {
+				home = "" // Cursor is configured: its hooks were checked
+			}
+			out = append(out, e.checkMCP(c, files, home)...)
+			out = append(out, hf...)
+		case Copilot:
+			out = append(out, e.checkCopilotHooks(ctx, project, dir, probe)...)
 		}
 	}
 	return out
@@ -226,7 +244,11 @@ func (e Env) fixInit(c Client, file string) string {
 	if file == "" || err != nil || file == user || c == Codex || c == ClaudeDesktop {
 		return "portcullis init " + string(c)
 	}
-	return fmt.Sprintf("portcullis init %s --project --dir %s", c, projectOf(file))
+	project := projectOf(file)
+	if c == Copilot {
+		project = filepath.Dir(project) // <project>/.github/hooks/<file>
+	}
+	return fmt.Sprintf("portcullis init %s --project --dir %s", c, project)
 }
 
 // projectOf is the project directory of a project settings file
@@ -327,7 +349,9 @@ func (e Env) checkBinaryAndPolicy(f *Finding, exe string, words []string, fix st
 // says what it decided.
 func probeAnswer(c Client, stdout []byte) (string, error) {
 	var out struct {
-		Decision           string `json:"decision"`
+		Decision           string  `json:"decision"`
+		Permission         *string `json:"permission"`
+		PermissionDecision *string `json:"permissionDecision"`
 		HookSpecificOutput *struct {
 			PermissionDecision string `json:"permissionDecision"`
 		} `json:"hookSpecificOutput"`
@@ -337,6 +361,15 @@ func probeAnswer(c Client, stdout []byte) (string, error) {
 		return "", fmt.Errorf("not a JSON object: %w", err)
 	}
 	switch c {
+	case Cursor, Copilot:
+		d := out.Permission
+		if c == Copilot {
+			d = out.PermissionDecision
+		}
+		if d == nil || !slices.Contains([]string{"allow", "deny", "ask"}, *d) {
+			return "", errors.New("no permission decision")
+		}
+		return *d, nil
 	case Gemini:
 		if out.Decision != "allow" && out.Decision != "deny" {
 			return "", fmt.Errorf("decision %q", out.Decision)

@@ -1,7 +1,8 @@
 // Package hostconfig knows the configuration files of the agents that
 // Portcullis guards — Claude Code's user and project settings, Codex's
 // hooks.json and the trust entries of its config.toml, Gemini CLI's
-// settings, Claude Desktop's and Cursor's lists of MCP servers — and
+// settings, Claude Desktop's and Cursor's lists of MCP servers, Cursor's
+// hooks.json, GitHub Copilot CLI's hook files and trusted folders — and
 // changes them as a careful person would: merged, every other setting kept
 // in its place, the previous file kept beside it as a backup.
 //

@@ -14,22 +14,29 @@ import (
 // Client names an agent whose configuration this package knows.
 type Client string
 
-// The clients: three run Portcullis as a hook, two run MCP servers that
-// Portcullis wraps.
+// The clients: four run Portcullis as a hook, Claude Desktop runs MCP
+// servers that Portcullis wraps, and Cursor both (its MCP servers behind
+// the wrapper, its shell commands, MCP calls and file reads through its
+// hooks.json).
 const (
 	ClaudeCode    Client = "claude-code"
 	Codex         Client = "codex"
 	Gemini        Client = "gemini"
 	ClaudeDesktop Client = "claude-desktop"
 	Cursor        Client = "cursor"
+	Copilot       Client = "copilot"
 )
 
 // Clients lists every client, in the order doctor reports them.
-var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor}
+var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor, Copilot}
 
-// Hooked reports whether the client runs Portcullis as a tool hook (the
-// others run it as an MCP server wrapper).
-func (c Client) Hooked() bool { return c == ClaudeCode || c == Codex || c == Gemini }
+// Hooked reports whether the client runs Portcullis as a tool hook only
+// (init installs its hook; the others' MCP servers are wrapped).
+func (c Client) Hooked() bool { return c == ClaudeCode || c == Codex || c == Gemini || c == Copilot }
+
+// HookInstallable reports whether Portcullis can be installed as the
+// client's tool hook (hook install): the hooked clients, and Cursor.
+func (c Client) HookInstallable() bool { return c.Hooked() || c == Cursor }
 
 // ClientNamed returns the client of that name.
 func ClientNamed(name string) (Client, bool) {
@@ -45,11 +52,14 @@ func ClientNamed(name string) (Client, bool) {
 // installed from are, for one user. FromOS reads it from the process;
 // tests build one around a temporary home.
 type Env struct {
-	Home      string   // the user's home directory
-	ConfigDir string   // the user's configuration directory (os.UserConfigDir)
-	CodexHome string   // Codex's home: $CODEX_HOME, else Home/.codex
-	GoCache   string   // the Go build cache: $GOCACHE, else the user cache directory's go-build
-	TempDirs  []string // temporary directories: a command there does not last
+	Home      string // the user's home directory
+	ConfigDir string // the user's configuration directory (os.UserConfigDir)
+	CodexHome string // Codex's home: $CODEX_HOME, else Home/.codex
+	// CopilotHome is GitHub Copilot CLI's home: $COPILOT_HOME, else
+	// Home/.copilot (when empty).
+	CopilotHome string
+	GoCache     string   // the Go build cache: $GOCACHE, else the user cache directory's go-build
+	TempDirs    []string // temporary directories: a command there does not last
 }
 
 // FromOS is the Env of the running process's user.
@@ -68,6 +78,11 @@ func FromOS() (Env, error) {
 			return Env{}, err
 		}
 	}
+	if h := os.Getenv("COPILOT_HOME"); h != "" {
+		if e.CopilotHome, err = filepath.Abs(h); err != nil {
+			return Env{}, err
+		}
+	}
 	e.GoCache = os.Getenv("GOCACHE")
 	if e.GoCache == "" || e.GoCache == "off" {
 		if cache, err := os.UserCacheDir(); err == nil {
@@ -79,6 +94,14 @@ func FromOS() (Env, error) {
 		e.TempDirs = append(e.TempDirs, d)
 	}
 	return e, nil
+}
+
+// copilotHome is Copilot CLI's home directory.
+func (e Env) copilotHome() string {
+	if e.CopilotHome != "" {
+		return e.CopilotHome
+	}
+	return filepath.Join(e.Home, ".copilot")
 }
 
 // PolicyDir is where `portcullis init` keeps the user's policy.
