@@ -26,6 +26,14 @@ every call, or not protected, why, and the command that fixes it. A hook is
 probed through the exact command its settings hold, with a harmless event
 (the shell command "true", decided and audited, never run).
 
+Each MCP server of each client's configuration (Claude Code's ~/.claude.json
+and the project's .mcp.json, Gemini CLI's settings, Claude Desktop, Cursor)
+is checked too: one behind portcullis mcp is started as the client would
+start it (same command, arguments and env) and must answer the MCP handshake
+and list its tools through the gate; one that is not is not protected,
+unless a Portcullis hook of the same client (Claude Code, Gemini CLI)
+decides its calls.
+
 Exit status: 0 when everything found is protected (or nothing is installed),
 1 when something is not, 2 on bad input.`,
 		ValidArgs: clientNames(),
@@ -64,6 +72,7 @@ func clientNames() []string {
 type doctorFinding struct {
 	Client        string   `json:"client"`
 	File          string   `json:"file"`
+	Server        string   `json:"server,omitempty"`
 	Status        string   `json:"status"`
 	Why           []string `json:"why"`
 	Fix           string   `json:"fix,omitempty"`
@@ -84,7 +93,7 @@ func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project 
 	if asJSON {
 		out := make([]doctorFinding, 0, len(findings))
 		for _, f := range findings {
-			out = append(out, doctorFinding{string(f.Client), f.File, string(f.Status), f.Why, f.Fix, f.Command, f.DefaultPolicy})
+			out = append(out, doctorFinding{string(f.Client), f.File, f.Server, string(f.Status), f.Why, f.Fix, f.Command, f.DefaultPolicy})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -109,6 +118,9 @@ func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project 
 				status = strings.ToUpper(status)
 			}
 			fmt.Fprintf(w, "  %s (%s): %s\n", f.Client, f.File, status)
+			if f.Server != "" {
+				fmt.Fprintf(w, "    MCP server: %s\n", f.Server)
+			}
 			if f.Command != "" {
 				fmt.Fprintf(w, "    runs: %s\n", f.Command)
 			}
