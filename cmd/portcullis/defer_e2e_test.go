@@ -283,7 +283,10 @@ func runClaudePrint(t *testing.T, claude, dir string, env []string, baseURL, pro
 	cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+baseURL, "ANTHROPIC_API_KEY=sk-ant-test",
 		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_ERROR_REPORTING=1",
 		// Connect the MCP servers before the first request, and offer
-		// their tools in it rather than behind a tool search.
+		// their tools in it rather than behind a tool search: without
+		// MCP_CONNECTION_NONBLOCKING=false, Claude Code's first request
+		// in print mode comes before the wrapped server has listed its
+		// tools, run after run.
 		"MCP_CONNECTION_NONBLOCKING=false", "ENABLE_TOOL_SEARCH=false")
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
