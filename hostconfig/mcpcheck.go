@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -217,6 +218,50 @@ func mcpServersOf(data []byte) ([]MCPEntry, error) {
 	return entries(cfg.MCPServers, "")
 }
 
+// expandedServersOf is mcpServersOf for a client that expands ${VAR} and
+// ${VAR:-default} in a server's command, arguments, env and url when it
+// starts it (Claude Code, Gemini CLI): doctor expands them from its own
+// environment.
+func expandedServersOf(data []byte) ([]MCPEntry, error) {
+	out, err := mcpServersOf(data)
+	return expandAll(out), err
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+func expand(s string) string {
+	return envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		m := envRef.FindStringSubmatch(ref)
+		if v, ok := os.LookupEnv(m[1]); ok && (v != "" || m[2] == "") {
+			return v
+		}
+		if m[2] != "" {
+			return m[3]
+		}
+		return ref // unset, no default: the client leaves it as it is
+	})
+}
+
+func expandAll(servers []MCPEntry) []MCPEntry {
+	for i, s := range servers {
+		s.Command, s.URL, s.Cwd = expand(s.Command), expand(s.URL), expand(s.Cwd)
+		args := make([]string, len(s.Args))
+		for j, a := range s.Args {
+			args[j] = expand(a)
+		}
+		s.Args = args
+		if s.Env != nil {
+			env := make(map[string]string, len(s.Env))
+			for k, v := range s.Env {
+				env[k] = expand(v)
+			}
+			s.Env = env
+		}
+		servers[i] = s
+	}
+	return servers
+}
+
 // claudeJSONServers reads Claude Code's ~/.claude.json: the user scope's
 // servers, and the local scope of project (when not empty).
 func claudeJSONServers(project string) func([]byte) ([]MCPEntry, error) {
@@ -232,7 +277,7 @@ func claudeJSONServers(project string) func([]byte) ([]MCPEntry, error) {
 		}
 		out, err := entries(cfg.MCPServers, "user scope")
 		if err != nil || project == "" {
-			return out, err
+			return expandAll(out), err
 		}
 		for _, dir := range slices.Sorted(maps.Keys(cfg.Projects)) {
 			if filepath.Clean(dir) != filepath.Clean(project) {
@@ -244,7 +289,7 @@ func claudeJSONServers(project string) func([]byte) ([]MCPEntry, error) {
 			}
 			out = append(out, local...)
 		}
-		return out, nil
+		return expandAll(out), nil
 	}
 }
 
@@ -332,12 +377,12 @@ func (e Env) checkHookedMCP(ctx context.Context, c Client, project, dir string, 
 	case ClaudeCode:
 		sources = append(sources, source{filepath.Join(e.Home, ".claude.json"), claudeJSONServers(project)})
 		if project != "" {
-			sources = append(sources, source{filepath.Join(project, ".mcp.json"), mcpServersOf})
+			sources = append(sources, source{filepath.Join(project, ".mcp.json"), expandedServersOf})
 		}
 	case Gemini:
-		sources = append(sources, source{filepath.Join(e.Home, ".gemini", "settings.json"), mcpServersOf})
+		sources = append(sources, source{filepath.Join(e.Home, ".gemini", "settings.json"), expandedServersOf})
 		if project != "" {
-			sources = append(sources, source{filepath.Join(project, ".gemini", "settings.json"), mcpServersOf})
+			sources = append(sources, source{filepath.Join(project, ".gemini", "settings.json"), expandedServersOf})
 		}
 	}
 	var out []Finding
