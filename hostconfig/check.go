@@ -117,6 +117,12 @@ func (e Env) Check(ctx context.Context, project string, only []Client, probe Pro
 type Probes struct {
 	Hook Probe    // a hook command (ShellProbe)
 	MCP  MCPProbe // an MCP server entry (ProbeMCPServer)
+	// Project lets MCP probes start the servers a project's own files
+	// define (.mcp.json, .cursor/mcp.json, .gemini/settings.json). Those
+	// files come with the project — a cloned repository can name any
+	// command in them — and the clients ask before running them; without
+	// Project such a server's entry is only read.
+	Project bool
 }
 
 // CheckWith is Check with the probes given.
@@ -145,7 +151,7 @@ func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Pro
 			}
 			hooks := e.checkHooks(ctx, c, files, []string{"PreToolUse", "PermissionRequest"}, filepath.Join(e.Home, ".claude"), dir, probe)
 			out = append(out, hooks...)
-			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p.MCP)...)
+			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p)...)
 		case Gemini:
 			files := []string{filepath.Join(e.Home, ".gemini", "settings.json")}
 			if project != "" {
@@ -153,20 +159,20 @@ func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Pro
 			}
 			hooks := e.checkHooks(ctx, c, files, []string{"BeforeTool"}, filepath.Join(e.Home, ".gemini"), dir, probe)
 			out = append(out, hooks...)
-			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p.MCP)...)
+			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p)...)
 		case Codex:
 			out = append(out, e.checkHooks(ctx, c, []string{filepath.Join(e.CodexHome, "hooks.json")}, []string{"PreToolUse"}, e.CodexHome, dir, probe)...)
 		case ClaudeDesktop:
 			if e.ConfigDir == "" {
 				continue
 			}
-			out = append(out, e.checkMCP(ctx, c, []string{filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")}, "", dir, p.MCP)...)
+			out = append(out, e.checkMCP(ctx, c, []string{filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")}, "", dir, p)...)
 		case Cursor:
 			files := []string{filepath.Join(e.Home, ".cursor", "mcp.json")}
 			if project != "" {
 				files = append(files, filepath.Join(project, ".cursor", "mcp.json"))
 			}
-			out = append(out, e.checkMCP(ctx, c, files, filepath.Join(e.Home, ".cursor"), dir, p.MCP)...)
+			out = append(out, e.checkMCP(ctx, c, files, filepath.Join(e.Home, ".cursor"), dir, p)...)
 		}
 	}
 	return out

@@ -83,9 +83,10 @@ func ProbeMCPServer(ctx context.Context, s MCPEntry, dir string) ([]string, stri
 
 // checkMCPFile reports on each MCP server of one client configuration
 // file: a finding per server. A server that runs behind `portcullis mcp`
-// is probed as the client would start it; one that does not is not
-// protected, unless hooked says a Portcullis hook in front of the client
-// decides its tools' calls. scopes reads the file's servers.
+// is probed as the client would start it (with probe; nil: it is not
+// started, the file is a project's); one that does not is not protected,
+// unless hooked says a Portcullis hook in front of the client decides its
+// tools' calls. scopes reads the file's servers.
 func (e Env) checkMCPFile(ctx context.Context, c Client, file string, scopes func([]byte) ([]MCPEntry, error), dir string, hooked bool, probe MCPProbe) (out []Finding, present bool) {
 	data, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
@@ -145,6 +146,10 @@ func (e Env) checkMCPServer(ctx context.Context, c Client, file string, s MCPEnt
 	e.checkBinaryAndPolicy(&f, s.Command, append([]string{s.Command}, prefix...), fix)
 	f.DefaultPolicy = !slices.Contains(prefix, "--policy")
 	if f.binaryMissing() {
+		return f
+	}
+	if probe == nil {
+		f.Why = append(f.Why, "behind the wrapper; not started: the project's own file names it (doctor --trust-project starts it as "+string(c)+" would)")
 		return f
 	}
 	tools, stderr, err := probe(ctx, s, dir)
@@ -343,10 +348,14 @@ func (b *lockedBuffer) String() string {
 // Desktop, Cursor): every server must run behind `portcullis mcp`. A file
 // with no servers is protected; an installed client (home exists) with no
 // file is not.
-func (e Env) checkMCP(ctx context.Context, c Client, files []string, home, dir string, probe MCPProbe) []Finding {
+func (e Env) checkMCP(ctx context.Context, c Client, files []string, home, dir string, p Probes) []Finding {
 	var out []Finding
 	found := false
-	for _, file := range unique(files) {
+	for i, file := range unique(files) {
+		probe := p.MCP
+		if i > 0 && !p.Project {
+			probe = nil // files[0] is the user's, the others a project's
+		}
 		fs, present := e.checkMCPFile(ctx, c, file, mcpServersOf, dir, false, probe)
 		found = found || present
 		if present && len(fs) == 0 {
@@ -366,23 +375,26 @@ func (e Env) checkMCP(ctx context.Context, c Client, files []string, home, dir s
 // project's local scope, and the project's .mcp.json; Gemini CLI: its
 // settings files). The hook decides the calls of an unwrapped server when
 // one of hooks is protected.
-func (e Env) checkHookedMCP(ctx context.Context, c Client, project, dir string, hooks []Finding, probe MCPProbe) []Finding {
+func (e Env) checkHookedMCP(ctx context.Context, c Client, project, dir string, hooks []Finding, p Probes) []Finding {
 	hooked := slices.ContainsFunc(hooks, func(f Finding) bool { return f.Status == Protected && f.Command != "" })
 	type source struct {
-		file  string
-		parse func([]byte) ([]MCPEntry, error)
+		file    string
+		parse   func([]byte) ([]MCPEntry, error)
+		project bool // the project's own file
 	}
 	var sources []source
 	switch c {
 	case ClaudeCode:
-		sources = append(sources, source{filepath.Join(e.Home, ".claude.json"), claudeJSONServers(project)})
+		// The local scope in ~/.claude.json is the user's own (claude mcp
+		// add), not the project's.
+		sources = append(sources, source{filepath.Join(e.Home, ".claude.json"), claudeJSONServers(project), false})
 		if project != "" {
-			sources = append(sources, source{filepath.Join(project, ".mcp.json"), expandedServersOf})
+			sources = append(sources, source{filepath.Join(project, ".mcp.json"), expandedServersOf, true})
 		}
 	case Gemini:
-		sources = append(sources, source{filepath.Join(e.Home, ".gemini", "settings.json"), expandedServersOf})
+		sources = append(sources, source{filepath.Join(e.Home, ".gemini", "settings.json"), expandedServersOf, false})
 		if project != "" {
-			sources = append(sources, source{filepath.Join(project, ".gemini", "settings.json"), expandedServersOf})
+			sources = append(sources, source{filepath.Join(project, ".gemini", "settings.json"), expandedServersOf, true})
 		}
 	}
 	var out []Finding
@@ -392,6 +404,10 @@ func (e Env) checkHookedMCP(ctx context.Context, c Client, project, dir string, 
 			continue
 		}
 		seen[s.file] = true
+		probe := p.MCP
+		if s.project && !p.Project {
+			probe = nil
+		}
 		fs, _ := e.checkMCPFile(ctx, c, s.file, s.parse, dir, hooked, probe)
 		for _, f := range fs {
 			if f.Server == "" && hookedFileReported(hooks, s.file) {

@@ -14,7 +14,8 @@ import (
 // tools through the gate), behind a wrapper whose policy file is gone
 // (not protected, and doctor says why), and directly (not protected, with
 // the command that fixes it). Once the Claude Code hook is installed, the
-// direct server's calls are the hook's to decide.
+// direct server's calls are the hook's to decide. Without --trust-project
+// doctor starts nothing the project's own files name.
 func TestDoctorMCPBinary(t *testing.T) {
 	dir := e2eDir(t)
 	h := newUserHome(t, buildPortcullis(t, t.TempDir()))
@@ -44,14 +45,9 @@ func TestDoctorMCPBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeMCP(map[string]any{
-		"filesystem": map[string]any{"command": h.bin, "args": wrappedArgs(fsPolicy)},
-		"broken":     map[string]any{"command": h.bin, "args": wrappedArgs(gone)},
-		"raw":        map[string]any{"command": "node", "args": []string{server, project}, "env": map[string]string{"NODE_NO_WARNINGS": "1"}},
-	})
-	doctor := func() (int, map[string]doctorFinding, string) {
+	doctor := func(flags ...string) (int, map[string]doctorFinding, string) {
 		t.Helper()
-		code, out, errOut := h.run(t, project, "doctor", "claude-code", "--json")
+		code, out, errOut := h.run(t, project, append([]string{"doctor", "claude-code", "--json"}, flags...)...)
 		var all []doctorFinding
 		if err := json.Unmarshal([]byte(out), &all); err != nil {
 			t.Fatalf("doctor --json: %v\n%s%s", err, out, errOut)
@@ -63,7 +59,26 @@ func TestDoctorMCPBinary(t *testing.T) {
 		return code, byServer, out
 	}
 
+	// Without --trust-project, nothing the project's own .mcp.json names
+	// is started: a cloned repository can name any command there.
+	marker := filepath.Join(h.root, "started")
+	writeMCP(map[string]any{
+		"filesystem": map[string]any{"command": h.bin, "args": []string{"mcp", "--policy", fsPolicy, "--", "sh", "-c", "touch " + marker}},
+	})
 	code, found, out := doctor()
+	if f := found["filesystem"]; code != 0 || f.Status != "protected" || !strings.Contains(strings.Join(f.Why, "\n"), "not started") {
+		t.Errorf("doctor without --trust-project: exit %d, %+v; want protected, not started\n%s", code, f, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("doctor started a server the project's .mcp.json names, without --trust-project")
+	}
+
+	writeMCP(map[string]any{
+		"filesystem": map[string]any{"command": h.bin, "args": wrappedArgs(fsPolicy)},
+		"broken":     map[string]any{"command": h.bin, "args": wrappedArgs(gone)},
+		"raw":        map[string]any{"command": "node", "args": []string{server, project}, "env": map[string]string{"NODE_NO_WARNINGS": "1"}},
+	})
+	code, found, out = doctor("--trust-project")
 	if code != 1 {
 		t.Errorf("doctor: exit %d; want 1 (two servers are not protected)\n%s", code, out)
 	}
@@ -78,7 +93,7 @@ func TestDoctorMCPBinary(t *testing.T) {
 	}
 
 	// The text report names each server and the fix.
-	code, text, _ := h.run(t, project, "doctor", "claude-code")
+	code, text, _ := h.run(t, project, "doctor", "claude-code", "--trust-project")
 	if code != 1 || !strings.Contains(text, "MCP server: raw") || !strings.Contains(text, "NOT PROTECTED") || !strings.Contains(text, "fix: portcullis init mcp --name raw") {
 		t.Errorf("doctor: exit %d:\n%s", code, text)
 	}
@@ -96,7 +111,7 @@ func TestDoctorMCPBinary(t *testing.T) {
 		"filesystem": map[string]any{"command": h.bin, "args": wrappedArgs(fsPolicy)},
 		"raw":        map[string]any{"command": "node", "args": []string{server, project}},
 	})
-	code, found, out = doctor()
+	code, found, out = doctor("--trust-project")
 	if code != 0 {
 		t.Errorf("doctor with the hook: exit %d; want 0\n%s", code, out)
 	}
