@@ -10,7 +10,10 @@
 // `portcullis mcp` (WrapMCP), writes starter policies without overwriting
 // one a person edited (WritePolicy), classifies an MCP server's tools for
 // a person to review (ListTools, ClassifyTools), and reports whether each
-// client it finds is protected (Check, behind `portcullis doctor`).
+// client it finds is protected (Check, behind `portcullis doctor`): it
+// probes each hook command and starts each MCP server entry behind the
+// wrapper for the MCP handshake, as the client would (never, unless
+// asked, a server that only a project's own files name).
 //
 // It never decides a call: the hooks and wrappers it installs run the
 // portcullis binary, whose gate decides. It refuses to install a command
