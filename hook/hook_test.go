@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -411,6 +412,25 @@ func TestWorkdirFromTheHost(t *testing.T) {
 		_, out, _ := run(t, h, hook.ClaudeCode{}, claudeEvent("Write", map[string]any{"file_path": tc.path, "content": "x"}))
 		if d, reason, _ := answerOf(t, out); d != tc.want {
 			t.Errorf("Write %s from cwd /home/dev/project: %s (%s); want %s", tc.path, d, reason, tc.want)
+		}
+	}
+}
+
+func TestClientConfigFiles(t *testing.T) {
+	got := hook.ClientConfigFiles("/h", "/p", "/c", "/u")
+	for _, want := range []string{
+		"/h/.claude/settings.json", "/p/.claude/settings.json", "/p/.claude/settings.local.json",
+		"/h/.codex/hooks.json", "/p/.codex/config.toml", "/h/.gemini/settings.json", "/p/.gemini/settings.json",
+		"/h/.cursor/hooks.json", "/p/.cursor/mcp.json", "/h/.copilot/hooks", "/p/.github/hooks",
+		"/h/.claude.json", "/c/.claude.json", "/p/.mcp.json", "/u/Claude/claude_desktop_config.json",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("ClientConfigFiles leaves out %s: %v", want, got)
+		}
+	}
+	for _, f := range hook.ClientConfigFiles("", "/p", "", "") {
+		if !strings.HasPrefix(f, "/p/") {
+			t.Errorf("with no home, config dir or user config dir: %s; want only the project's files", f)
 		}
 	}
 }

@@ -154,9 +154,9 @@ func (m *scriptedModel) misses() int {
 // read passes without the hook asking: Claude Code's own permissions do
 // not allow the tool, so only the hook's allow lets it run, and the hook
 // leaves no row — the wrapper's row is the one row of the call. The
-// rewrite of .mcp.json waits for a person, nobody answers, and it is
-// refused; the write of the policy is denied by the wrapper's policy;
-// both files are unchanged and the model receives each reason.
+// rewrite of .mcp.json and the write of the policy are both denied by the
+// wrapper as writes to Portcullis's own files; both files are unchanged
+// and the model receives each reason.
 func TestClaudeCodeDeferMCPBinary(t *testing.T) {
 	dir := e2eDir(t)
 	claude := filepath.Join(dir, "node_modules", ".bin", "claude")
@@ -238,8 +238,8 @@ approvals:
 	if got := model.result(0); !strings.Contains(got, "quarterly numbers") {
 		t.Errorf("the read's result = %q; want the file's text (the hook must not ask)\n%s", got, out)
 	}
-	if got := model.result(1); !strings.Contains(got, "No person answered") {
-		t.Errorf("the rewrite of .mcp.json: the model received %q; want the refusal of a call nobody approved\n%s", got, out)
+	if got := model.result(1); !strings.Contains(got, "one of Portcullis's own files") {
+		t.Errorf("the rewrite of .mcp.json: the model received %q; want the wrapper's refusal of a write to a client's configuration\n%s", got, out)
 	}
 	if got := model.result(2); !strings.Contains(got, "Portcullis") {
 		t.Errorf("the write of the wrapper's policy: the model received %q; want Portcullis's refusal\n%s", got, out)
