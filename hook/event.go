@@ -15,10 +15,10 @@ import (
 
 // Host is one AI coding host's hook format: how its event is read, how
 // its tools map onto Portcullis's kinds of action, and how an answer is
-// written. The hosts are ClaudeCode, Codex and Gemini.
+// written. The hosts are ClaudeCode, Codex, Gemini and OpenCode.
 type Host interface {
 	// Name is the host's name on the command line and the default agent
-	// identity: claude-code, codex or gemini.
+	// identity: claude-code, codex, gemini or opencode.
 	Name() string
 
 	parse(data []byte) (*Event, error)
@@ -56,7 +56,7 @@ func joinEach(dirs []string, rel ...string) []string {
 }
 
 // Hosts lists the supported hosts.
-var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}}
+var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}, OpenCode{}}
 
 // HostNamed returns the host of that name.
 func HostNamed(name string) (Host, bool) {

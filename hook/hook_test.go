@@ -38,6 +38,7 @@ var policyFor = map[string]string{
 	"claude-code": "../examples/claude-code/policy.yaml",
 	"codex":       "testdata/policy.yaml",
 	"gemini":      "testdata/policy.yaml",
+	"opencode":    "testdata/policy.yaml",
 }
 
 type fixture struct {

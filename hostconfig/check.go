@@ -87,6 +87,10 @@ func probeEvent(client Client, dir string) []byte {
 		"tool_input":      map[string]any{"command": "true"},
 	}
 	switch client {
+	case OpenCode:
+		ev = map[string]any{"hook_event_name": "tool.execute.before", "session_id": ProbeSession,
+			"tool_use_id": "portcullis-doctor", "tool_name": "bash", "cwd": dir,
+			"tool_input": map[string]any{"command": "true", "description": "Portcullis doctor's probe"}}
 	case Gemini:
 		ev["hook_event_name"], ev["tool_name"] = "BeforeTool", "run_shell_command"
 		ev["timestamp"] = "2026-01-01T00:00:00Z"
@@ -136,6 +140,8 @@ func (e Env) Check(ctx context.Context, project string, only []Client, probe Pro
 			out = append(out, e.checkHooks(ctx, c, files, []string{"BeforeTool"}, filepath.Join(e.Home, ".gemini"), dir, probe)...)
 		case Codex:
 			out = append(out, e.checkHooks(ctx, c, []string{filepath.Join(e.CodexHome, "hooks.json")}, []string{"PreToolUse"}, e.CodexHome, dir, probe)...)
+		case OpenCode:
+			out = append(out, e.checkOpenCode(ctx, project, dir, probe)...)
 		case ClaudeDesktop:
 			if e.ConfigDir == "" {
 				continue
@@ -226,6 +232,10 @@ func (e Env) fixInit(c Client, file string) string {
 	if file == "" || err != nil || file == user || c == Codex || c == ClaudeDesktop {
 		return "portcullis init " + string(c)
 	}
+	if c == OpenCode {
+		// <project>/.opencode/plugin/portcullis.js
+		return fmt.Sprintf("portcullis init %s --project --dir %s", c, filepath.Dir(projectOf(file)))
+	}
 	return fmt.Sprintf("portcullis init %s --project --dir %s", c, projectOf(file))
 }
 
@@ -267,8 +277,9 @@ func (e Env) checkHookCommand(ctx context.Context, c Client, file, command, dir 
 	switch {
 	case err != nil:
 		f.worsen(NotProtected, fmt.Sprintf("the probe could not run the command: %v", err), fix)
-	case exit == 2:
-		f.worsen(Refusing, fmt.Sprintf("the hook refused the probe (exit status 2): %s", msg), fix)
+	case exit == 2 || (exit > 0 && c == OpenCode):
+		// Portcullis's opencode plugin blocks the call on any failure.
+		f.worsen(Refusing, fmt.Sprintf("the hook refused the probe (exit status %d): %s", exit, msg), fix)
 	case exit != 0:
 		f.worsen(NotProtected, fmt.Sprintf("the hook failed with exit status %d, which %s takes as a non-blocking error and runs the call: %s", exit, c, msg), fix)
 	default:
@@ -337,7 +348,7 @@ func probeAnswer(c Client, stdout []byte) (string, error) {
 		return "", fmt.Errorf("not a JSON object: %w", err)
 	}
 	switch c {
-	case Gemini:
+	case Gemini, OpenCode:
 		if out.Decision != "allow" && out.Decision != "deny" {
 			return "", fmt.Errorf("decision %q", out.Decision)
 		}

@@ -14,22 +14,25 @@ import (
 // Client names an agent whose configuration this package knows.
 type Client string
 
-// The clients: three run Portcullis as a hook, two run MCP servers that
-// Portcullis wraps.
+// The clients: four run Portcullis as a hook (opencode through a plugin),
+// two run MCP servers that Portcullis wraps.
 const (
 	ClaudeCode    Client = "claude-code"
 	Codex         Client = "codex"
 	Gemini        Client = "gemini"
 	ClaudeDesktop Client = "claude-desktop"
 	Cursor        Client = "cursor"
+	OpenCode      Client = "opencode"
 )
 
 // Clients lists every client, in the order doctor reports them.
-var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor}
+var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor, OpenCode}
 
 // Hooked reports whether the client runs Portcullis as a tool hook (the
 // others run it as an MCP server wrapper).
-func (c Client) Hooked() bool { return c == ClaudeCode || c == Codex || c == Gemini }
+func (c Client) Hooked() bool {
+	return c == ClaudeCode || c == Codex || c == Gemini || c == OpenCode
+}
 
 // ClientNamed returns the client of that name.
 func ClientNamed(name string) (Client, bool) {
@@ -45,11 +48,14 @@ func ClientNamed(name string) (Client, bool) {
 // installed from are, for one user. FromOS reads it from the process;
 // tests build one around a temporary home.
 type Env struct {
-	Home      string   // the user's home directory
-	ConfigDir string   // the user's configuration directory (os.UserConfigDir)
-	CodexHome string   // Codex's home: $CODEX_HOME, else Home/.codex
-	GoCache   string   // the Go build cache: $GOCACHE, else the user cache directory's go-build
-	TempDirs  []string // temporary directories: a command there does not last
+	Home      string // the user's home directory
+	ConfigDir string // the user's configuration directory (os.UserConfigDir)
+	CodexHome string // Codex's home: $CODEX_HOME, else Home/.codex
+	// OpenCodeDir is opencode's configuration directory:
+	// $XDG_CONFIG_HOME/opencode, else (also when empty) Home/.config/opencode.
+	OpenCodeDir string
+	GoCache     string   // the Go build cache: $GOCACHE, else the user cache directory's go-build
+	TempDirs    []string // temporary directories: a command there does not last
 }
 
 // FromOS is the Env of the running process's user.
@@ -67,6 +73,9 @@ func FromOS() (Env, error) {
 		if e.CodexHome, err = filepath.Abs(h); err != nil {
 			return Env{}, err
 		}
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		e.OpenCodeDir = filepath.Join(x, "opencode")
 	}
 	e.GoCache = os.Getenv("GOCACHE")
 	if e.GoCache == "" || e.GoCache == "off" {

@@ -90,6 +90,10 @@ func (e Env) SettingsFile(client Client, scope Scope, project string) (string, e
 		return filepath.Join(e.CodexHome, "hooks.json"), nil
 	case client == Codex:
 		return "", errors.New("hooks for Codex are installed for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: a project install does not apply")
+	case client == OpenCode && scope == UserScope:
+		return filepath.Join(e.openCodeDir(), "plugin", OpenCodePluginName), nil
+	case client == OpenCode:
+		return filepath.Join(project, ".opencode", "plugin", OpenCodePluginName), nil
 	case client == ClaudeDesktop && scope == UserScope:
 		return filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json"), nil
 	case client == ClaudeDesktop:
@@ -104,7 +108,8 @@ func (e Env) SettingsFile(client Client, scope Scope, project string) (string, e
 
 // InstallHook merges the hook into the client's settings: Claude Code's
 // PreToolUse hook for every tool, Gemini CLI's BeforeTool hook, or Codex's
-// PreToolUse and PermissionRequest hooks with their trust entries. Other
+// PreToolUse and PermissionRequest hooks with their trust entries, or
+// opencode's plugin (a file of its own, replaced whole). Other
 // settings and hooks keep their place; an existing Portcullis hook is
 // replaced in place, so installing again changes nothing; the previous
 // file is kept as <file>.bak. A file that is not a JSON object is left
@@ -134,6 +139,9 @@ func (e Env) InstallHook(h Hook) (Installed, error) {
 	}
 	if h.Client == Codex {
 		return e.installCodex(command, exe, timeout)
+	}
+	if h.Client == OpenCode {
+		return e.installOpenCode(path, h, command, timeout)
 	}
 	old, mode, err := readForUpdate(path)
 	if err != nil {

@@ -21,7 +21,8 @@ func newDoctorCmd() *cobra.Command {
 		Short: "Check that Portcullis is in front of each installed agent client (exit 1 when one is not protected)",
 		Long: `Find each installed agent client — Claude Code (user and project settings),
 Codex (hooks and their trust), Gemini CLI, Claude Desktop and Cursor (MCP
-servers) — and say whether Portcullis is in front of it: protected, refusing
+servers), opencode (Portcullis's plugin, unchanged since it was written) —
+and say whether Portcullis is in front of it: protected, refusing
 every call, or not protected, why, and the command that fixes it. A hook is
 probed through the exact command its settings hold, with a harmless event
 (the shell command "true", decided and audited, never run).

@@ -165,6 +165,16 @@ func hostConfigFiles(host hook.Host) []string {
 			out = append(out, hook.ConfigFiles(host, home, project)...)
 		}
 	}
+	if host.Name() == (hook.OpenCode{}).Name() {
+		// opencode also reads its configuration and plugins from
+		// $XDG_CONFIG_HOME/opencode and from $OPENCODE_CONFIG_DIR.
+		if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+			out = append(out, filepath.Join(x, "opencode"))
+		}
+		if d := os.Getenv("OPENCODE_CONFIG_DIR"); filepath.IsAbs(d) {
+			out = append(out, d)
+		}
+	}
 	return out
 }
 

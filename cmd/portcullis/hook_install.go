@@ -15,24 +15,28 @@ import (
 // newHookInstallCmd is `portcullis hook install CLIENT`: it merges the
 // hook into the client's settings (hostconfig.InstallHook): Claude Code's
 // and Gemini CLI's for the project (the default) or the user, Codex's for
-// the user, with its trust. It refuses a binary that will not last (the
+// the user, with its trust; opencode's plugin for the project or the
+// user. It refuses a binary that will not last (the
 // Go build cache, `go run`'s directories, a temporary directory).
 func newHookInstallCmd() *cobra.Command {
 	var project, user, hold bool
 	var dir, policyFlag, state, binary string
 	var deferMCP []string
 	c := &cobra.Command{
-		Use:   "install claude-code|codex|gemini --policy FILE",
+		Use:   "install claude-code|codex|gemini|opencode --policy FILE",
 		Short: "Add Portcullis's hook to a client's settings (merged, with a backup)",
 		Long: `Merge Portcullis's hook into a client's settings: Claude Code's PreToolUse
 hook (.claude/settings.json of the project, or ~/.claude/settings.json with
 --user), Gemini CLI's BeforeTool hook (.gemini/settings.json, or
 ~/.gemini/settings.json), or Codex's PreToolUse and PermissionRequest hooks
-($CODEX_HOME/hooks.json) with the trust entries Codex needs in config.toml.
+($CODEX_HOME/hooks.json) with the trust entries Codex needs in config.toml,
+or opencode's plugin (.opencode/plugin/portcullis.js, or
+~/.config/opencode/plugin/portcullis.js with --user), which runs the hook
+for every tool call and blocks the call unless the hook allows it.
 Other settings keep their place, the previous file is kept as .bak, and
 running it again changes nothing. portcullis init does this and writes a
 starter policy too.`,
-		ValidArgs: []string{"claude-code", "codex", "gemini"},
+		ValidArgs: []string{"claude-code", "codex", "gemini", "opencode"},
 		Args:      cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var servers []string
@@ -48,8 +52,8 @@ starter policy too.`,
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&project, "project", false, "install into the project's settings (the default for claude-code and gemini)")
-	fl.BoolVar(&user, "user", false, "install into the user's settings (~/.claude/settings.json, ~/.gemini/settings.json)")
+	fl.BoolVar(&project, "project", false, "install into the project's settings (the default for claude-code, gemini and opencode)")
+	fl.BoolVar(&user, "user", false, "install into the user's settings (~/.claude/settings.json, ~/.gemini/settings.json, ~/.config/opencode/plugin)")
 	fl.StringVar(&dir, "dir", "", "the project `directory` (default: the current one)")
 	fl.StringVar(&policyFlag, "policy", "", "policy `file` the hook decides under (default $PORTCULLIS_POLICY)")
 	fl.StringVar(&state, "state", "", "state `directory` the hook uses (default: the hook's own default)")
@@ -62,7 +66,7 @@ starter policy too.`,
 func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, policyFlag, state, binary string, deferMCP []string) error {
 	client, ok := hostconfig.ClientNamed(name)
 	if !ok || !client.Hooked() {
-		return usageError("hook install supports claude-code, codex and gemini (Claude Desktop and Cursor run MCP servers: portcullis init %s)", name)
+		return usageError("hook install supports claude-code, codex, gemini and opencode (Claude Desktop and Cursor run MCP servers: portcullis init %s)", name)
 	}
 	if project && user {
 		return usageError("--project and --user: choose one")
@@ -115,6 +119,10 @@ func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, p
 		return err
 	}
 	switch {
+	case !res.Changed && client == hostconfig.OpenCode:
+		fmt.Fprintf(stdout, "%s: the Portcullis plugin is already installed\n", res.Files[0])
+	case client == hostconfig.OpenCode:
+		fmt.Fprintf(stdout, "%s: plugin installed: every tool call runs, and is blocked unless it allows it:\n  %s\n", res.Files[0], res.Command)
 	case !res.Changed && client == hostconfig.Codex:
 		fmt.Fprintf(stdout, "%s: the Portcullis hooks are already installed and trusted\n", res.Files[0])
 	case !res.Changed:

@@ -59,7 +59,7 @@ difference instead (--force replaces it, keeping yours as .bak).`,
 			if err := cmd.Usage(); err != nil {
 				return err
 			}
-			return usageError("init needs the client: claude-code, codex, gemini, claude-desktop, cursor or mcp")
+			return usageError("init needs the client: claude-code, codex, gemini, claude-desktop, cursor, opencode or mcp")
 		},
 	}
 	for _, client := range hostconfig.Clients {
@@ -75,6 +75,7 @@ var clientTitles = map[hostconfig.Client]string{
 	hostconfig.Gemini:        "Gemini CLI: a BeforeTool hook for every tool",
 	hostconfig.ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
 	hostconfig.Cursor:        "Cursor: every MCP server behind portcullis mcp",
+	hostconfig.OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
 }
 
 func newInitClientCmd(client hostconfig.Client) *cobra.Command {
