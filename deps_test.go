@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,9 @@ var layers = map[string][]string{
 	// compares two policies' levels, policy replay re-decides an audit
 	// log. Neither opens a store or formats output.
 	"policydiff": {"", "policy", "gate"},
+	// policy test runs a test file's cases through gates with stand-in
+	// validators, counting budgets in memory.
+	"policytest": {"", "policy", "gate", "memstore"},
 	"replay":     {"", "gate"},
 	// The recorded audit log of replay's tests and benchmarks.
 	"replay/replaytest": {"", "gate", "policy", "sqlite"},
@@ -86,7 +90,7 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range imports {
 			switch {
 			case strings.HasPrefix(imp, module+"/") || imp == module:
-				if r := rel(imp); !contains(allowed, r) {
+				if r := rel(imp); !slices.Contains(allowed, r) {
 					t.Errorf("package %q imports %q; it may import only %q of this module", show(pkg), show(r), showAll(allowed))
 				}
 			case pkg == "" && !std[imp]:
@@ -131,13 +135,4 @@ func showAll(ps []string) []string {
 		out[i] = show(p)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

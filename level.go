@@ -1,6 +1,9 @@
 package portcullis
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Level is one of the four permission levels. Levels are ordered by
 // strictness: AutoApprove < ConfirmSession < ConfirmSingleUse < Deny.
@@ -220,12 +223,7 @@ const ConfirmOperation = "confirm_operation"
 // permission_prompt). They are removed from every element list and skip the
 // elements stage and the nuclear sandbox.
 func IsUngatable(op string) bool {
-	for _, u := range ungatable {
-		if u == op {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(ungatable[:], op)
 }
 
 // UngatableOperations returns the ungatable operation names.

@@ -1,6 +1,9 @@
 package portcullis
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Policy is a loaded, validated policy file. Package policy builds it from
 // YAML; the gate compiles it. Every field's YAML key is given in its comment;
@@ -375,10 +378,7 @@ func RedactArgs(args map[string]any, names []string) map[string]any {
 			continue
 		}
 		if out == nil {
-			out = make(map[string]any, len(args))
-			for k, v := range args {
-				out[k] = v
-			}
+			out = maps.Clone(args)
 		}
 		out[n] = RedactedValue
 	}

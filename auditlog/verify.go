@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/portcullis/portcullis"
@@ -114,7 +115,7 @@ func Verify(ctx context.Context, log portcullis.AuditLog, opts VerifyOptions) (R
 		}
 		rep.Checkpoint = &cp
 	}
-	anchors := append([]portcullis.AuditAnchor(nil), opts.Anchors...)
+	anchors := slices.Clone(opts.Anchors)
 	kept, err := witnessAnchors(ctx, opts)
 	if err != nil {
 		return rep, err

@@ -32,7 +32,7 @@ func (e *eval) audit(ctx context.Context, start time.Time) {
 	// The row says who stated the context, as the gate went by it.
 	ev.Request.ContextSource = e.contextSource()
 	d := e.d
-	d.Trace = append([]portcullis.TraceEntry(nil), e.d.Trace...)
+	d.Trace = slices.Clone(e.d.Trace)
 	ev.Decision = &d
 	ev.LatencyNS = int64(e.g.clock.Now().Sub(start))
 	recs, err := st.AppendAudit(ctx, ev)
@@ -65,14 +65,14 @@ func (e *eval) redacted() *portcullis.Call {
 	c := *e.c
 	names := e.pol.pol.Audit.Redact
 	if e.r != nil && len(e.r.redact) > 0 {
-		names = append(append([]string(nil), names...), e.r.redact...)
+		names = slices.Concat(names, e.r.redact)
 	}
 	if len(names) == 0 {
 		return &c
 	}
 	c.Args = portcullis.RedactArgs(c.Args, names)
 	if len(c.Grants) > 0 {
-		c.Grants = append([]portcullis.Grant(nil), c.Grants...)
+		c.Grants = slices.Clone(c.Grants)
 		for i := range c.Grants {
 			c.Grants[i].Args = portcullis.RedactArgs(c.Grants[i].Args, names)
 		}

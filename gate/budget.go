@@ -123,10 +123,11 @@ func (e *eval) budgetStage(ctx context.Context) bool {
 	for i, b := range applied {
 		cost, err := e.budgetCost(b)
 		if err != nil {
-			e.level = portcullis.Deny
-			e.traceFact("budget", "budget "+quote(b.b.Name)+": "+err.Error(), factsBudgetCost)
-			e.finishDeny(portcullis.CodeBudgetCostInvalid, "Operation "+e.quotedTool()+" is counted by budget "+quote(b.b.Name)+" ("+b.desc+"), which takes its cost from argument "+quote(b.b.Cost.Arg)+", but "+err.Error()+". The call is refused: send the cost as a number of 0 or more.")
-			e.d.WhatWouldAuthorize = "the same call with argument " + quote(b.b.Cost.Arg) + " set to the cost as a number"
+			e.end(&portcullis.TraceEntry{Stage: "budget", Result: "budget " + quote(b.b.Name) + ": " + err.Error(), Facts: factsBudgetCost}, ending{
+				outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeBudgetCostInvalid,
+				reason:    "Operation " + e.quotedTool() + " is counted by budget " + quote(b.b.Name) + " (" + b.desc + "), which takes its cost from argument " + quote(b.b.Cost.Arg) + ", but " + err.Error() + ". The call is refused: send the cost as a number of 0 or more.",
+				authorize: "the same call with argument " + quote(b.b.Cost.Arg) + " set to the cost as a number",
+			})
 			return true
 		}
 		start, end := portcullis.WindowOf(now, b.b.Window)
@@ -181,10 +182,11 @@ func (e *eval) budgetStage(ctx context.Context) bool {
 	over := fmt.Sprintf("Budget %s allows %s; %s is used in this window and this call costs %s. The window reopens at %s (in %s).",
 		quote(c.Budget), b.desc, used, c.Cost, c.End.Format(time.RFC3339), c.End.Sub(now).Round(time.Second))
 	if b.b.Over == portcullis.BudgetDeny {
-		e.level = portcullis.Deny
-		e.traceFact("budget", "over budget "+quote(c.Budget)+": "+used.String()+" used of "+c.Limit.String()+", cost "+c.Cost.String()+"; over: deny", factsBudgetOver)
-		e.finishDeny(portcullis.CodeBudgetExceeded, "Operation "+e.quotedTool()+" is over its budget. "+over+" Try again after it reopens.")
-		e.d.WhatWouldAuthorize = "the same call after " + c.End.Format(time.RFC3339) + ", or a person raising budget " + quote(c.Budget) + " in the policy"
+		e.end(&portcullis.TraceEntry{Stage: "budget", Result: "over budget " + quote(c.Budget) + ": " + used.String() + " used of " + c.Limit.String() + ", cost " + c.Cost.String() + "; over: deny", Facts: factsBudgetOver}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeBudgetExceeded,
+			reason:    "Operation " + e.quotedTool() + " is over its budget. " + over + " Try again after it reopens.",
+			authorize: "the same call after " + c.End.Format(time.RFC3339) + ", or a person raising budget " + quote(c.Budget) + " in the policy",
+		})
 		return true
 	}
 	e.level = e.level.Stricter(portcullis.ConfirmSingleUse)

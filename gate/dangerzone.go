@@ -39,26 +39,26 @@ func (e *eval) dangerZone(ctx context.Context) bool {
 	}
 	b, blocked, err := st.Block(ctx, e.c.Agent)
 	if err != nil {
-		e.level = portcullis.Deny
 		e.source = portcullis.SourceDangerZone
-		e.trace("danger_zone", "cannot read blocks ("+err.Error()+"): the agent is treated as blocked")
-		e.d.Code = portcullis.CodeDangerZone
-		e.d.FailClosed = true
-		e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "The gate cannot tell whether agent "+quote(e.c.Agent)+" is blocked, so it is stopped")
-		e.d.WhatWouldAuthorize = "the gateway's store answering again"
+		e.end(&portcullis.TraceEntry{Stage: "danger_zone", Result: "cannot read blocks (" + err.Error() + "): the agent is treated as blocked"}, ending{
+			outcome: portcullis.OutcomeStop, level: portcullis.Deny, code: portcullis.CodeDangerZone,
+			reason:     "The gate cannot tell whether agent " + quote(e.c.Agent) + " is blocked, so it is stopped",
+			authorize:  "the gateway's store answering again",
+			failClosed: true,
+		})
 		return true
 	}
 	if !blocked {
 		e.trace("danger_zone", "agent "+quote(e.c.Agent)+" is not blocked")
 		return false
 	}
-	e.level = portcullis.Deny
 	e.source = portcullis.SourceDangerZone
-	e.trace("danger_zone", "agent "+quote(e.c.Agent)+" is blocked: "+b.Reason)
-	e.d.Code = portcullis.CodeDangerZone
-	e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "Agent "+quote(e.c.Agent)+" was stopped in the danger zone ("+b.Reason+") and must wait for a person to clear the block")
-	e.d.ChallengeID = b.ChallengeID
-	e.d.WhatWouldAuthorize = "a person clearing the block with the challenge's code: portcullis unblock " + e.c.Agent + " --challenge " + b.ChallengeID + " --code CODE"
+	e.end(&portcullis.TraceEntry{Stage: "danger_zone", Result: "agent " + quote(e.c.Agent) + " is blocked: " + b.Reason}, ending{
+		outcome: portcullis.OutcomeStop, level: portcullis.Deny, code: portcullis.CodeDangerZone,
+		reason:    "Agent " + quote(e.c.Agent) + " was stopped in the danger zone (" + b.Reason + ") and must wait for a person to clear the block",
+		authorize: "a person clearing the block with the challenge's code: portcullis unblock " + e.c.Agent + " --challenge " + b.ChallengeID + " --code CODE",
+		challenge: b.ChallengeID,
+	})
 	return true
 }
 

@@ -8,3 +8,13 @@ func WildcardMatch(pattern, name string) bool {
 	}
 	return g.match(name)
 }
+
+// PipelineStages names the stages of the pipeline table in the order
+// Decide runs them, as they appear in the trace.
+func PipelineStages() []string {
+	names := make([]string, len(pipeline))
+	for i, s := range pipeline {
+		names[i] = s.name
+	}
+	return names
+}

@@ -199,9 +199,8 @@ func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (
 		l.pol = e.pol
 	}
 	e.d.DecisionID = g.newID()
-	var start time.Time
 	if g.store != nil && !dry {
-		start = g.clock.Now()
+		e.start = g.clock.Now()
 	}
 	e.d.Tool = c.Tool
 	defer func() {
@@ -229,94 +228,166 @@ func (g *Gate) run(ctx context.Context, c *portcullis.Call, dry bool, l *laps) (
 	if e.r != nil {
 		e.canonical = e.r.name
 	}
+	if err := e.runPipeline(ctx); err != nil {
+		return e.d, err
+	}
+	e.returnBudget(ctx)
+	return e.d, nil
+}
+
+// stageID names a stage of the pipeline; runStage maps it to its code.
+type stageID uint8
+
+const (
+	stageMode stageID = iota
+	stageDangerZone
+	stageRoute
+	stageElements
+	stageAutonomy
+	stageValidator
+	stageBudget
+	stageConfirmation
+	stageRetryGuard
+	stageAudit
+)
+
+// pipeline is the decision pipeline of docs/ARCHITECTURE.md ("The
+// decision pipeline"), in its order: Decide runs it from the top. The
+// name is the stage's in the trace. A stage that ends the decision skips
+// the stages after it, except the final ones, which look at the decision
+// made (the retry guard, the audit).
+var pipeline = [...]struct {
+	id    stageID
+	name  string
+	final bool
+}{
+	{stageMode, "mode", false},
+	{stageDangerZone, "danger_zone", false},
+	{stageRoute, "route", false},
+	{stageElements, "elements", false},
+	{stageAutonomy, "autonomy", false},
+	{stageValidator, "validator", false},
+	{stageBudget, "budget", false},
+	{stageConfirmation, "confirmation", false},
+	{stageRetryGuard, "retry_guard", true},
+	{stageAudit, "audit", true},
+}
+
+// runPipeline runs the stages of the pipeline in its order. Shadow mode
+// turns the decision into a pass-through once every stage that decides has
+// had its say, before the final stages.
+func (e *eval) runPipeline(ctx context.Context) error {
+	ended, shadowed := false, false
+	for i := range pipeline {
+		s := &pipeline[i]
+		if s.final && e.mode == portcullis.ModeShadow && !shadowed {
+			e.shadow()
+			shadowed = true
+		}
+		if (ended && !s.final) || !e.applies(s.id) {
+			continue
+		}
+		done, err := e.runStage(ctx, s.id)
+		e.lap(s.name)
+		if err != nil {
+			return err
+		}
+		ended = ended || done
+	}
+	return nil
+}
+
+// applies says whether a stage has anything to do for the call. A stage
+// that does not apply leaves no entry in the trace.
+func (e *eval) applies(id stageID) bool {
+	switch id {
+	case stageAutonomy:
+		// When the request has a run, and the call is not already denied.
+		return e.c.Run != nil && e.level != portcullis.Deny
+	case stageValidator:
+		return e.level != portcullis.Deny
+	case stageBudget:
+		// A policy without budgets skips the stage without a store call.
+		return len(e.pol.budgets) > 0 && e.level != portcullis.Deny
+	case stageRetryGuard:
+		// Only in enforce mode: shadow and off remember nothing.
+		return e.mode == portcullis.ModeEnforce
+	case stageAudit:
+		// Every decision of a gate with a store, but not explain and not
+		// mode off.
+		return e.g.store != nil && !e.explain && e.mode != portcullis.ModeOff
+	}
+	return true
+}
+
+// runStage runs one stage. It returns true when the stage ended the
+// decision; an error (an invalid request found by a stage) ends Decide.
+func (e *eval) runStage(ctx context.Context, id stageID) (bool, error) {
+	switch id {
+	case stageMode:
+		return e.modeStage(), nil
+	case stageDangerZone:
+		return e.dangerZone(ctx), nil
+	case stageRoute:
+		return e.route(), nil
+	case stageElements:
+		return e.elements()
+	case stageAutonomy:
+		return e.autonomyStage(ctx), nil
+	case stageValidator:
+		return e.validatorStage(ctx), nil
+	case stageBudget:
+		return e.budgetStage(ctx), nil
+	case stageConfirmation:
+		e.conclude(ctx)
+		return true, nil
+	case stageRetryGuard:
+		e.retryGuard(ctx)
+		return false, nil
+	case stageAudit:
+		e.audit(ctx, e.start)
+		return false, nil
+	}
+	panic("gate: unknown stage " + strconv.Itoa(int(id)))
+}
+
+// modeStage applies the policy's mode (or the tool's): off lets the call
+// through unevaluated; shadow evaluates it without side effects.
+func (e *eval) modeStage() bool {
 	mode, modeOf := e.pol.pol.Mode, "policy"
 	if e.r != nil && e.r.mode != "" {
 		mode, modeOf = e.r.mode, "tool"
 	}
 	switch mode {
 	case portcullis.ModeOff:
-		e.trace("mode", "off ("+modeOf+"): the call is let through unevaluated")
-		e.finish(portcullis.OutcomeAllow, portcullis.AutoApprove, portcullis.SourceMode, "", "policy mode is off: calls are not evaluated")
-		e.lap("mode")
-		return e.d, nil
+		e.mode = portcullis.ModeOff
+		e.end(&portcullis.TraceEntry{Stage: "mode", Result: "off (" + modeOf + "): the call is let through unevaluated"}, ending{
+			outcome: portcullis.OutcomeAllow, level: portcullis.AutoApprove, source: portcullis.SourceMode,
+			reason: "policy mode is off: calls are not evaluated",
+		})
+		return true
 	case portcullis.ModeShadow:
+		e.mode = portcullis.ModeShadow
 		e.trace("mode", "shadow ("+modeOf+"): evaluated and recorded, but the call is let through")
 		e.dry = true
-		if err := e.pipeline(ctx); err != nil {
-			return e.d, err
-		}
-		e.shadow()
 	default:
+		e.mode = portcullis.ModeEnforce
 		e.trace("mode", "enforce")
-		if err := e.pipeline(ctx); err != nil {
-			return e.d, err
-		}
-		e.retryGuard(ctx)
-		e.lap("retry_guard")
 	}
-	if g.store != nil && !e.explain {
-		e.audit(ctx, start)
-		e.lap("audit")
-	}
-	e.returnBudget(ctx)
-	return e.d, nil
+	return false
 }
 
-// pipeline runs the stages after mode. Each stage returns true when it ended
-// the decision.
-func (e *eval) pipeline(ctx context.Context) error {
-	e.lap("mode")
-	done := e.dangerZone(ctx)
-	e.lap("danger_zone")
-	if done {
-		return nil
-	}
-	done = e.route()
-	e.lap("route")
-	if done {
-		return nil
-	}
-	done, err := e.elements()
-	e.lap("elements")
-	if err != nil {
-		return err
-	}
-	if done {
-		return nil
-	}
-	if e.c.Run != nil && e.level != portcullis.Deny {
-		done = e.autonomyStage(ctx)
-		e.lap("autonomy")
-		if done {
-			return nil
-		}
-	}
-	if e.level != portcullis.Deny {
-		done = e.validatorStage(ctx)
-		e.lap("validator")
-		if done {
-			return nil
-		}
-	}
-	if len(e.pol.budgets) > 0 && e.level != portcullis.Deny {
-		done = e.budgetStage(ctx)
-		e.lap("budget")
-		if done {
-			return nil
-		}
-	}
+// conclude is the confirmation stage: a DENY that no stage ended is
+// denied, a CONFIRM_* goes to confirmation, anything else is allowed.
+func (e *eval) conclude(ctx context.Context) {
 	switch {
 	case e.level == portcullis.Deny:
-		e.finishDeny(portcullis.CodeNone, e.denyReason())
+		e.end(nil, ending{outcome: portcullis.OutcomeDeny, level: portcullis.Deny, reason: e.denyReason()})
 	case e.level.IsConfirm():
 		e.confirmation(ctx)
 	default:
-		e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, e.allowReason())
+		e.end(nil, ending{outcome: portcullis.OutcomeAllow, level: e.level, reason: e.allowReason()})
 	}
-	e.lap("confirmation")
-	// The retry guard and the audit stage run in decide, after every stage
-	// that can deny (and shadow mode) has had its say.
-	return nil
 }
 
 // eval is the state of one decision.
@@ -329,6 +400,10 @@ type eval struct {
 	dry     bool
 	explain bool
 	d       portcullis.Decision
+	// mode is the mode the call is decided in (the mode stage's).
+	mode portcullis.Mode
+	// start is when a decision to be audited began, for its latency.
+	start time.Time
 
 	r             *route // nil: unclassified
 	canonical     string
@@ -369,45 +444,83 @@ type eval struct {
 	overReason  string
 }
 
-// trace records a stage's result. Every entry of the route stage carries
-// what the route stage found of the call's upstream tool (routeFacts).
+// trace records a stage's result.
 func (e *eval) trace(stage, result string) {
-	t := portcullis.TraceEntry{Stage: stage, Result: result, Level: e.level}
-	if stage == "route" {
-		t.Facts, t.Upstream = slices.Clone(e.routeFacts), e.routeUpstream
+	e.record(portcullis.TraceEntry{Stage: stage, Result: result})
+}
+
+// traceFact records a stage's result with facts a program may read.
+func (e *eval) traceFact(stage, result string, facts []portcullis.Fact) {
+	e.record(portcullis.TraceEntry{Stage: stage, Result: result, Facts: facts})
+}
+
+// record appends a stage's trace entry at the call's level so far. Every
+// entry of the route stage carries what the route stage found of the
+// call's upstream tool (routeFacts). Each entry has its own copy of its
+// facts: a caller may change its decision.
+func (e *eval) record(t portcullis.TraceEntry) {
+	t.Level = e.level
+	if t.Stage == "route" {
+		t.Facts, t.Upstream = e.routeFacts, e.routeUpstream
 	}
+	t.Facts = slices.Clone(t.Facts)
 	e.d.Trace = append(e.d.Trace, t)
 }
 
-// traceFact records a stage's result with facts a program may read. Each
-// entry has its own copy of the facts: a caller may change its decision.
-func (e *eval) traceFact(stage, result string, facts []portcullis.Fact) {
-	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: result, Level: e.level, Facts: slices.Clone(facts)})
+// ending is how a stage ends the decision.
+type ending struct {
+	outcome portcullis.Outcome
+	level   portcullis.Level
+	code    portcullis.Code
+	// source is the decision's source; empty: the one the stages so far
+	// set (e.source).
+	source portcullis.Source
+	// reason is for the agent; authorize is what would let the call
+	// through (Decision.WhatWouldAuthorize).
+	reason, authorize string
+	// challenge is the challenge or approval request behind the decision;
+	// empty keeps the one already set.
+	challenge  string
+	failClosed bool
 }
 
-// finish sets the decision's outcome and marks the last trace entry as the
-// one that decided.
-func (e *eval) finish(o portcullis.Outcome, l portcullis.Level, s portcullis.Source, elem, reason string) {
-	e.d.Outcome = o
-	e.d.PermissionLevel = l
-	e.d.Source = s
-	e.d.SourceElement = elem
-	e.d.Reason = reason
+// end ends the decision: it records the stage's trace entry t (nil: the
+// stage's entry is the last one already recorded), marks that entry as the
+// one that decided, at the decision's level, and sets the decision's
+// outcome, level, code, source, reason and what would authorize it. Every
+// stage ends a decision through end; no other code sets these fields
+// (shadow mode aside, which rewrites the decision made).
+func (e *eval) end(t *portcullis.TraceEntry, x ending) {
+	if t != nil {
+		e.record(*t)
+	}
+	src := x.source
+	if src == "" {
+		src = e.source
+	}
+	e.level = x.level
+	e.d.Outcome = x.outcome
+	e.d.PermissionLevel = x.level
+	e.d.Code = x.code
+	e.d.Source = src
+	e.d.SourceElement = e.sourceElement
+	e.d.Reason = x.reason
 	e.d.MatchedPolicy = e.matchedPolicy
 	e.d.ConflictingElements = e.conflicts
 	e.d.Tool = e.canonical
 	e.d.Endpoint = e.endpoint()
 	e.d.Risk = e.risk
+	e.d.WhatWouldAuthorize = x.authorize
+	if x.challenge != "" {
+		e.d.ChallengeID = x.challenge
+	}
+	if x.failClosed {
+		e.d.FailClosed = true
+	}
 	if n := len(e.d.Trace); n > 0 {
 		e.d.Trace[n-1].Decided = true
-		e.d.Trace[n-1].Level = l
+		e.d.Trace[n-1].Level = x.level
 	}
-}
-
-func (e *eval) finishDeny(code portcullis.Code, reason string) {
-	e.level = portcullis.Deny
-	e.d.Code = code
-	e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, e.sourceElement, reason)
 }
 
 func (e *eval) endpoint() portcullis.Endpoint {
@@ -433,16 +546,16 @@ func (e *eval) failClosed(stage string, err error) {
 		return
 	}
 	e.level = portcullis.Deny
-	e.d.Code = portcullis.CodeFailClosed
-	e.d.FailClosed = true
-	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: stage, Result: "failed closed: " + err.Error(), Level: portcullis.Deny})
-	e.d.WhatWouldAuthorize = ""
 	e.d.ChallengeID = ""
 	src := e.source
 	if src == "" {
 		src = portcullis.SourceOperationDefault
 	}
-	e.finish(portcullis.OutcomeDeny, portcullis.Deny, src, e.sourceElement, "the gate could not decide this call ("+stage+" failed), so it is denied: "+err.Error())
+	e.end(&portcullis.TraceEntry{Stage: stage, Result: "failed closed: " + err.Error()}, ending{
+		outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeFailClosed, source: src,
+		reason:     "the gate could not decide this call (" + stage + " failed), so it is denied: " + err.Error(),
+		failClosed: true,
+	})
 }
 
 // shadow turns the evaluated decision into a pass-through that records what

@@ -20,9 +20,9 @@ func WithObserver(o portcullis.DecisionObserver) Option {
 	}
 }
 
-// maxStages bounds the stages timed in one decision: the pipeline has
-// ten, and a failure may add one more entry.
-const maxStages = 12
+// maxStages bounds the stages timed in one decision: the stages of the
+// pipeline, and a failure may add one more entry.
+const maxStages = len(pipeline) + 2
 
 // laps times the stages of one observed decision. A gate with observers
 // takes one from lapsPool per decision and gives it back after the

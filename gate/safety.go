@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -40,10 +39,11 @@ func (e *eval) shellCommand(r *route, result *string) bool {
 		e.elevatable = false
 	default: // blocked, or anything the classifier may add later
 		e.level, e.endpointOverride = portcullis.Deny, portcullis.Execute
-		e.trace("route", *result+why)
-		e.d.Code = portcullis.CodeBlockedCommand
-		e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "The command is blocked: "+strings.Join(cl.Reasons, "; "))
-		e.d.WhatWouldAuthorize = "nothing an agent can do: a person runs this command outside the agent, if at all"
+		e.end(&portcullis.TraceEntry{Stage: "route", Result: *result + why}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeBlockedCommand,
+			reason:    "The command is blocked: " + strings.Join(cl.Reasons, "; "),
+			authorize: "nothing an agent can do: a person runs this command outside the agent, if at all",
+		})
 		return true
 	}
 	if r.level.Valid() {
@@ -127,6 +127,7 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceAutonomy, "", "", nil
 		result := "stop: " + d.Reason + " (" + string(facts(buf[:0])) + ")"
 		var challenge string
+		blockFailed := false
 		switch {
 		case e.dry:
 			result += "; explain or shadow: no block written"
@@ -138,23 +139,25 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 			id, err := e.g.BlockAgent(ctx, e.c.Agent, d.Reason, e.d.DecisionID)
 			if err != nil {
 				result += "; the block could not be written: " + err.Error()
-				e.d.FailClosed = true
+				blockFailed = true
 			} else {
 				challenge = id
 				result += "; agent blocked, challenge " + id
 			}
 		}
-		e.traceStep(result, in.Step, src == "store")
-		e.d.Code = portcullis.CodeDangerZone
-		e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "The agent's next step is in the danger zone: "+d.Reason)
-		e.d.ChallengeID = challenge
-		e.d.WhatWouldAuthorize = "a person clearing the block with the code shown to them (portcullis unblock AGENT --challenge ID --code CODE)"
+		e.end(e.stepEntry(result, in.Step, src == "store"), ending{
+			outcome: portcullis.OutcomeStop, level: portcullis.Deny, code: portcullis.CodeDangerZone,
+			reason:     "The agent's next step is in the danger zone: " + d.Reason,
+			authorize:  "a person clearing the block with the code shown to them (portcullis unblock AGENT --challenge ID --code CODE)",
+			challenge:  challenge,
+			failClosed: blockFailed,
+		})
 		return true
 	case !d.Continue:
 		e.paused, e.pauseReason = true, d.Reason
 		e.level = e.level.Stricter(portcullis.ConfirmSingleUse)
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceAutonomy, "", ""
-		e.traceStep("pause: "+d.Reason+" ("+string(facts(buf[:0]))+")", in.Step, src == "store")
+		e.record(*e.stepEntry("pause: "+d.Reason+" ("+string(facts(buf[:0]))+")", in.Step, src == "store"))
 	default:
 		b := facts(append(buf[:0], "continue: "...))
 		b = append(b, "; "...)
@@ -164,7 +167,7 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 		} else {
 			b = append(b, "unlimited steps remain"...)
 		}
-		e.traceStep(string(b), in.Step, src == "store")
+		e.record(*e.stepEntry(string(b), in.Step, src == "store"))
 	}
 	return false
 }
@@ -173,14 +176,14 @@ func (e *eval) autonomyStage(ctx context.Context) bool {
 // from the store.
 var factsRunStateFromStore = []portcullis.Fact{portcullis.FactRunStateFromStore}
 
-// traceStep records the autonomy stage's result with the step it judged
-// and whether the run's state came from the store.
-func (e *eval) traceStep(result string, step int, fromStore bool) {
-	t := portcullis.TraceEntry{Stage: "autonomy", Result: result, Level: e.level, Step: step}
+// stepEntry is the autonomy stage's trace entry: its result, the step it
+// judged and whether the run's state came from the store.
+func (e *eval) stepEntry(result string, step int, fromStore bool) *portcullis.TraceEntry {
+	t := &portcullis.TraceEntry{Stage: "autonomy", Result: result, Step: step}
 	if fromStore {
-		t.Facts = slices.Clone(factsRunStateFromStore)
+		t.Facts = factsRunStateFromStore
 	}
-	e.d.Trace = append(e.d.Trace, t)
+	return t
 }
 
 // actionSummary describes the call for people, the validator and the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,11 +31,11 @@ func (e *eval) route() bool {
 		if r != nil {
 			e.canonical = r.name
 		}
-		e.level = portcullis.Deny
-		e.trace("route", "no upstream server offers a tool named "+quote(e.c.Tool))
-		e.d.Code = portcullis.CodeUnknownOperation
-		e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "No upstream server offers a tool named "+quote(e.c.Tool))
-		e.d.WhatWouldAuthorize = "a tool of that name offered by one of the gateway's upstream servers"
+		e.end(&portcullis.TraceEntry{Stage: "route", Result: "no upstream server offers a tool named " + quote(e.c.Tool)}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeUnknownOperation,
+			reason:    "No upstream server offers a tool named " + quote(e.c.Tool),
+			authorize: "a tool of that name offered by one of the gateway's upstream servers",
+		})
 		return true
 	}
 	if r == nil && u != nil && u.Annotated && u.Trusted {
@@ -45,11 +46,11 @@ func (e *eval) route() bool {
 		e.canonical = e.c.Tool
 		e.elevatable = false
 		if e.pol.pol.UnknownTools == portcullis.UnknownDeny {
-			e.level = portcullis.Deny
-			e.trace("route", "unclassified: the policy has no tools entry for "+quote(e.c.Tool)+" and unknownTools is deny"+untrustedHints(u))
-			e.d.Code = portcullis.CodeUnknownOperation
-			e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+quote(e.c.Tool)+" is not classified by the policy, and unknown tools are denied")
-			e.d.WhatWouldAuthorize = "a tools entry for " + quote(e.c.Tool) + " in the policy"
+			e.end(&portcullis.TraceEntry{Stage: "route", Result: "unclassified: the policy has no tools entry for " + quote(e.c.Tool) + " and unknownTools is deny" + untrustedHints(u)}, ending{
+				outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeUnknownOperation,
+				reason:    "Operation " + quote(e.c.Tool) + " is not classified by the policy, and unknown tools are denied",
+				authorize: "a tools entry for " + quote(e.c.Tool) + " in the policy",
+			})
 			return true
 		}
 		e.level = portcullis.ConfirmSingleUse
@@ -102,11 +103,11 @@ func (e *eval) route() bool {
 		}
 		if path != "" {
 			if e.pol.isProtected(path) {
-				e.level = portcullis.Deny
-				e.trace("route", result+"; path "+quote(path)+" is one of Portcullis's own files")
-				e.d.Code = portcullis.CodeBlockedCommand
-				e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+quote(r.name)+" would write "+quote(path)+", one of Portcullis's own files: an agent cannot change its own permissions")
-				e.d.WhatWouldAuthorize = "a person editing the file directly, outside the agent"
+				e.end(&portcullis.TraceEntry{Stage: "route", Result: result + "; path " + quote(path) + " is one of Portcullis's own files"}, ending{
+					outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeBlockedCommand,
+					reason:    "Operation " + quote(r.name) + " would write " + quote(path) + ", one of Portcullis's own files: an agent cannot change its own permissions",
+					authorize: "a person editing the file directly, outside the agent",
+				})
 				return true
 			}
 			if e.pol.isPolicyDocument(path) {
@@ -329,20 +330,22 @@ func (e *eval) elements() (bool, error) {
 	case deny >= 0:
 		name := e.pol.elems[deny].name
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "deny"
-		e.level = portcullis.Deny
-		e.trace("elements", denyM.trace)
-		e.finishDeny(portcullis.CodeElementPolicyViolation, "Operation "+e.quotedTool()+" is blocked by active element "+e.pol.quotedElem(name)+"'s deny policy")
-		e.d.WhatWouldAuthorize = "deactivating element " + e.pol.quotedElem(name) + " (a person's change to the policy)"
+		e.end(&portcullis.TraceEntry{Stage: "elements", Result: denyM.trace}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeElementPolicyViolation,
+			reason:    "Operation " + e.quotedTool() + " is blocked by active element " + e.pol.quotedElem(name) + "'s deny policy",
+			authorize: "deactivating element " + e.pol.quotedElem(name) + " (a person's change to the policy)",
+		})
 		return true, nil
 	}
 	if i := e.scopeBlock(); i >= 0 {
 		name := e.pol.elems[i].name
 		e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "scope_restriction"
 		e.conflicts = nil
-		e.level = portcullis.Deny
-		e.trace("elements", "scope of "+e.pol.quotedElem(name)+" excludes element type "+quote(e.c.ElementType))
-		e.finishDeny(portcullis.CodeScopeRestriction, "Operation "+e.quotedTool()+" is not allowed on element type "+quote(e.c.ElementType)+" due to scope restrictions in active element "+e.pol.quotedElem(name))
-		e.d.WhatWouldAuthorize = "acting on another element type, or deactivating element " + e.pol.quotedElem(name)
+		e.end(&portcullis.TraceEntry{Stage: "elements", Result: "scope of " + e.pol.quotedElem(name) + " excludes element type " + quote(e.c.ElementType)}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeScopeRestriction,
+			reason:    "Operation " + e.quotedTool() + " is not allowed on element type " + quote(e.c.ElementType) + " due to scope restrictions in active element " + e.pol.quotedElem(name),
+			authorize: "acting on another element type, or deactivating element " + e.pol.quotedElem(name),
+		})
 		return true, nil
 	}
 	switch {
@@ -407,7 +410,7 @@ func (e *eval) scopeBlock() int {
 			continue
 		}
 		el := &e.pol.elems[i]
-		if len(el.allowed) > 0 && !containsExact(el.allowed, t) {
+		if len(el.allowed) > 0 && !slices.Contains(el.allowed, t) {
 			return i
 		}
 		for _, b := range el.blocked {
@@ -419,15 +422,6 @@ func (e *eval) scopeBlock() int {
 	return -1
 }
 
-func containsExact(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // confirmation handles a CONFIRM_* level: the nuclear sandbox, then grants,
 // then an approval request.
 func (e *eval) confirmation(ctx context.Context) {
@@ -436,9 +430,11 @@ func (e *eval) confirmation(ctx context.Context) {
 			if e.active[i] && e.pol.elems[i].sandboxes {
 				name := e.pol.elems[i].name
 				e.source, e.sourceElement, e.matchedPolicy = portcullis.SourceElementPolicy, name, "deny"
-				e.trace("confirmation", "nuclear sandbox: "+e.pol.quotedElem(name)+" denies confirm_operation, so nothing can be confirmed")
-				e.finishDeny(portcullis.CodeSandboxed, "Operation "+e.quotedTool()+" needs confirmation, but active element "+e.pol.quotedElem(name)+" denies confirm_operation: the session is read-only")
-				e.d.WhatWouldAuthorize = "a person deactivating element " + e.pol.quotedElem(name) + "; the recovery operations stay available"
+				e.end(&portcullis.TraceEntry{Stage: "confirmation", Result: "nuclear sandbox: " + e.pol.quotedElem(name) + " denies confirm_operation, so nothing can be confirmed"}, ending{
+					outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeSandboxed,
+					reason:    "Operation " + e.quotedTool() + " needs confirmation, but active element " + e.pol.quotedElem(name) + " denies confirm_operation: the session is read-only",
+					authorize: "a person deactivating element " + e.pol.quotedElem(name) + "; the recovery operations stay available",
+				})
 				return
 			}
 		}
@@ -519,16 +515,17 @@ func (e *eval) confirmation(ctx context.Context) {
 	} else if e.g.store == nil {
 		result += "; this gate has no store, so no approval request was recorded"
 	}
-	e.trace("confirmation", result)
-	e.d.Code = portcullis.CodeConfirmationRequired
+	code := portcullis.CodeConfirmationRequired
 	if e.paused {
-		e.d.Code = portcullis.CodeAutonomyPause
+		code = portcullis.CodeAutonomyPause
 	}
 	if e.overBudget {
-		e.d.Code = portcullis.CodeBudgetExceeded
+		code = portcullis.CodeBudgetExceeded
 	}
-	e.finish(portcullis.OutcomeConfirm, e.level, e.source, e.sourceElement, e.confirmReason())
-	e.d.WhatWouldAuthorize = what
+	e.end(&portcullis.TraceEntry{Stage: "confirmation", Result: result}, ending{
+		outcome: portcullis.OutcomeConfirm, level: e.level, code: code,
+		reason: e.confirmReason(), authorize: what,
+	})
 }
 
 // pendingLimit ends a decision whose approval request the store refused:
@@ -544,9 +541,11 @@ func (e *eval) pendingLimit(ctx context.Context, adm portcullis.Admission, lim p
 	if adm.Scope == portcullis.PendingScopeSession {
 		whose, limit, key = "this session of "+agent, lim.PerSession, "maxPendingPerSession"
 	}
-	e.trace("confirmation", fmt.Sprintf("no grant, and no approval request made: %d requests from %s already wait for a person (approvals.%s: %d)", adm.Pending, whose, key, limit))
-	e.finishDeny(portcullis.CodePendingLimit, fmt.Sprintf("Operation %s needs a person's confirmation, but %d requests from %s are already waiting for a person, the most the policy allows. No new request was made: wait until a person has answered the waiting requests (or they expire), then try again.", e.quotedTool(), adm.Pending, whose))
-	e.d.WhatWouldAuthorize = "a person answering " + whose + "'s waiting approval requests, then the same call again"
+	e.end(&portcullis.TraceEntry{Stage: "confirmation", Result: fmt.Sprintf("no grant, and no approval request made: %d requests from %s already wait for a person (approvals.%s: %d)", adm.Pending, whose, key, limit)}, ending{
+		outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodePendingLimit,
+		reason:    fmt.Sprintf("Operation %s needs a person's confirmation, but %d requests from %s are already waiting for a person, the most the policy allows. No new request was made: wait until a person has answered the waiting requests (or they expire), then try again.", e.quotedTool(), adm.Pending, whose),
+		authorize: "a person answering " + whose + "'s waiting approval requests, then the same call again",
+	})
 	if adm.Notify {
 		e.g.notify(ctx, portcullis.Notice{
 			Kind: portcullis.NoticePendingLimit, Agent: e.c.Agent, Session: e.c.Session, Tool: e.canonical,
@@ -602,9 +601,11 @@ func (e *eval) grantAllows(ctx context.Context, what string, g portcullis.Grant)
 	if e.overBudget && !e.forceBudget(ctx) {
 		return
 	}
-	e.trace("confirmation", "satisfied by "+string(g.Kind)+" "+what)
 	e.source = portcullis.SourceSessionGrant
-	e.finish(portcullis.OutcomeAllow, e.level, e.source, e.sourceElement, "Operation "+e.quotedTool()+" was confirmed by a person ("+string(g.Kind)+" grant)")
+	e.end(&portcullis.TraceEntry{Stage: "confirmation", Result: "satisfied by " + string(g.Kind) + " " + what}, ending{
+		outcome: portcullis.OutcomeAllow, level: e.level,
+		reason: "Operation " + e.quotedTool() + " was confirmed by a person (" + string(g.Kind) + " grant)",
+	})
 }
 
 func (e *eval) confirmReason() string {

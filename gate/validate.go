@@ -36,17 +36,11 @@ func (e *eval) inValidatorScope() bool {
 	if len(risks) == 0 && len(sc.Tools) == 0 && !sc.Shell {
 		risks = []portcullis.Risk{portcullis.RiskExternalWrite, portcullis.RiskPolicyWrite}
 	}
-	if e.risk != "" {
-		for _, r := range risks {
-			if r == e.risk {
-				return true
-			}
-		}
+	if e.risk != "" && slices.Contains(risks, e.risk) {
+		return true
 	}
-	for _, t := range sc.Tools {
-		if t == e.canonical {
-			return true
-		}
+	if slices.Contains(sc.Tools, e.canonical) {
+		return true
 	}
 	return sc.Shell && e.r != nil && e.r.shellArg != ""
 }
@@ -122,12 +116,12 @@ func (e *eval) validatorStage(ctx context.Context) bool {
 	}
 	if e.g.validator == nil {
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
-		e.level = portcullis.Deny
-		e.traceFact("validator", "the policy configures a validator, but this gate has none: fail closed", factsNoVerdict)
-		e.d.Code = portcullis.CodeFailClosed
-		e.d.FailClosed = true
-		e.finish(portcullis.OutcomeDeny, portcullis.Deny, e.source, "", "Operation "+e.quotedTool()+" must be checked by the validator, which is not available, so it is denied")
-		e.d.WhatWouldAuthorize = "the validator being available again"
+		e.end(&portcullis.TraceEntry{Stage: "validator", Result: "the policy configures a validator, but this gate has none: fail closed", Facts: factsNoVerdict}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeFailClosed,
+			reason:     "Operation " + e.quotedTool() + " must be checked by the validator, which is not available, so it is denied",
+			authorize:  "the validator being available again",
+			failClosed: true,
+		})
 		return true
 	}
 	req := portcullis.ValidationRequest{
@@ -161,20 +155,24 @@ func (e *eval) validatorStage(ctx context.Context) bool {
 	switch {
 	case v.FailClosed:
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
-		e.traceFact("validator", "no verdict ("+v.Reasoning+"): fail closed", factsNoVerdict)
-		e.d.Code = portcullis.CodeFailClosed
-		e.d.FailClosed = true
-		e.finishDeny(portcullis.CodeFailClosed, "Operation "+e.quotedTool()+" is denied: the validator could not judge it ("+v.Reasoning+")")
-		e.d.WhatWouldAuthorize = "the validator answering; try again later"
+		authorize := "the validator answering; try again later"
 		if v.OverBudget {
-			e.d.WhatWouldAuthorize = "waiting: the validator's budget for this agent is spent; try again later, not at once"
+			authorize = "waiting: the validator's budget for this agent is spent; try again later, not at once"
 		}
+		e.end(&portcullis.TraceEntry{Stage: "validator", Result: "no verdict (" + v.Reasoning + "): fail closed", Facts: factsNoVerdict}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeFailClosed,
+			reason:     "Operation " + e.quotedTool() + " is denied: the validator could not judge it (" + v.Reasoning + ")",
+			authorize:  authorize,
+			failClosed: true,
+		})
 		return true
 	case !v.Allow:
 		e.source, e.sourceElement, e.matchedPolicy, e.conflicts = portcullis.SourceValidator, "", "", nil
-		e.trace("validator", "deny (confidence "+conf+"): "+v.Reasoning)
-		e.finishDeny(portcullis.CodeValidatorDenied, "The validator denied "+e.quotedTool()+": "+v.Reasoning)
-		e.d.WhatWouldAuthorize = v.WhatWouldAuthorize
+		e.end(&portcullis.TraceEntry{Stage: "validator", Result: "deny (confidence " + conf + "): " + v.Reasoning}, ending{
+			outcome: portcullis.OutcomeDeny, level: portcullis.Deny, code: portcullis.CodeValidatorDenied,
+			reason:    "The validator denied " + e.quotedTool() + ": " + v.Reasoning,
+			authorize: v.WhatWouldAuthorize,
+		})
 		return true
 	}
 	e.verdict.Verdict = "allow"
@@ -241,11 +239,12 @@ func (e *eval) retryGuard(ctx context.Context) {
 		e.d.Trace[i].Decided = false
 	}
 	e.source = portcullis.SourceRetryGuard
-	e.d.Trace = append(e.d.Trace, portcullis.TraceEntry{Stage: "retry_guard", Result: "denied " + strconv.Itoa(n) + " times with no new user input: stop", Level: portcullis.Deny})
-	e.d.Code = portcullis.CodeRetryLoop
 	e.matchedPolicy, e.sourceElement, e.conflicts = "", "", nil
-	e.finish(portcullis.OutcomeStop, portcullis.Deny, e.source, "", "This action was already denied ("+first+"). Do not propose it again: tell the user and wait for their answer.")
-	e.d.WhatWouldAuthorize = "new input from the user"
+	e.end(&portcullis.TraceEntry{Stage: "retry_guard", Result: "denied " + strconv.Itoa(n) + " times with no new user input: stop"}, ending{
+		outcome: portcullis.OutcomeStop, level: portcullis.Deny, code: portcullis.CodeRetryLoop,
+		reason:    "This action was already denied (" + first + "). Do not propose it again: tell the user and wait for their answer.",
+		authorize: "new input from the user",
+	})
 }
 
 // actionSignature is the retry guard's name for an action: the tool and

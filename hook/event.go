@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -245,9 +246,7 @@ func absPath(cwd, p string) string {
 // withArg returns a copy of args with key set to v.
 func withArg(args map[string]any, key string, v any) map[string]any {
 	out := make(map[string]any, len(args)+1)
-	for k, x := range args {
-		out[k] = x
-	}
+	maps.Copy(out, args)
 	out[key] = v
 	return out
 }

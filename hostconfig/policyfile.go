@@ -19,7 +19,7 @@ const stampPrefix = "# portcullis init: unedited while this digest matches: "
 // Stamp returns content with the stamp line that marks it as written by
 // init and not edited since.
 func Stamp(content []byte) []byte {
-	out := append([]byte(nil), content...)
+	out := bytes.Clone(content)
 	if len(out) > 0 && out[len(out)-1] != '\n' {
 		out = append(out, '\n')
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,7 +261,7 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.
 		params.Arguments = map[string]any{}
 	}
 	if len(p.Meta) > 0 {
-		params.Meta = copyMeta(p.Meta)
+		params.Meta = maps.Clone(p.Meta)
 		if tok, ok := p.Meta["progressToken"]; ok && tok != nil {
 			params.Meta["progressToken"] = g.routeProgress(s.ss, tok)
 			defer g.dropProgress(params.Meta["progressToken"].(string))
@@ -299,14 +300,6 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.
 	}
 	stripOwnMeta(res)
 	return res, nil
-}
-
-func copyMeta(m mcp.Meta) mcp.Meta {
-	out := make(mcp.Meta, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 var progressSeq atomic.Uint64

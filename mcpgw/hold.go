@@ -28,7 +28,7 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 	wctx, cancel := context.WithTimeout(ctx, g.cfg.Wait)
 	defer cancel()
 	g.mu.Lock()
-	g.held[id] = HeldCall{ApprovalID: id, Tool: call.Tool, Agent: s.agent, Session: s.id, Since: time.Now()}
+	g.held[id] = HeldCall{ApprovalID: id, Tool: call.Tool, Agent: s.agent, Session: s.id, Since: g.cfg.Clock.Now()}
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()

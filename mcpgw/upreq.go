@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -184,7 +185,9 @@ func (g *Gateway) upstreamElicit(ctx context.Context, u *upstream, req *mcp.Elic
 	// Labelled with its upstream, so that a person never takes a server's
 	// question for Portcullis's own.
 	p.Message = fmt.Sprintf("[upstream %s] %s", u.cfg.Name, p.Message)
-	p.Meta = withoutOwnKeys(copyMeta(p.Meta))
+	meta := make(mcp.Meta, len(p.Meta)+1)
+	maps.Copy(meta, p.Meta)
+	p.Meta = withoutOwnKeys(meta)
 	p.Meta[UpstreamMeta] = u.cfg.Name
 	return ss.Elicit(ctx, &p)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -707,10 +708,7 @@ func (g *Gateway) reloadPins(c portcullis.Change) {
 	defer cancel()
 	for _, u := range g.ups {
 		u.mu.Lock()
-		entries := make(map[string]*toolEntry, len(u.tools))
-		for k, v := range u.tools {
-			entries[k] = v
-		}
+		entries := maps.Clone(u.tools)
 		u.mu.Unlock()
 		touched := false
 		for name, e := range entries {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	_ "embed"
 
 	"github.com/portcullis/portcullis"
@@ -17,7 +18,7 @@ const DefaultName = "the built-in default policy"
 
 // DefaultYAML returns the built-in default policy's file, comments and all:
 // the starting point for a policy file of one's own.
-func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 
 // LoadDefault parses the built-in default policy exactly as Load parses a
 // file. Its Source is empty (no file holds it) and its Hash is that of its

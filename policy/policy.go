@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -219,7 +220,7 @@ func (r *report) err() error {
 		return nil
 	}
 	sortProblems(r.errs)
-	lines := append([]string(nil), r.before...)
+	lines := slices.Clone(r.before)
 	total := len(lines) + len(r.errs)
 	for _, p := range r.errs {
 		if len(lines) == maxReported {

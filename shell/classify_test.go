@@ -2,6 +2,7 @@ package shell_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,19 +118,10 @@ func TestClassify(t *testing.T) {
 				t.Errorf("Classify(%q) commands (-want +got):\n%s", tc.command, diff)
 			}
 		}
-		if tc.reason != "" && !containsString(got.Reasons, tc.reason) {
+		if tc.reason != "" && !slices.Contains(got.Reasons, tc.reason) {
 			t.Errorf("Classify(%q) reasons %q lack %q", tc.command, got.Reasons, tc.reason)
 		}
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestUnparseableIsNeverSafe(t *testing.T) {

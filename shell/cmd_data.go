@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -61,7 +62,7 @@ func psqlCmd(c *cmd) {
 func (c *cmd) sqlOpts(opts []opt, names ...string) bool {
 	found := false
 	for _, o := range opts {
-		if contains(names, o.name) {
+		if slices.Contains(names, o.name) {
 			found = true
 			c.skipField(o.f)
 			f := sqlFinding(c.name, o.val)

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -141,7 +142,7 @@ func findCmd(c *cmd) {
 				if id := run[0].id; id >= 0 && id < len(c.sh.cmdPos) {
 					c.sh.cmdPos[id] = true
 				}
-				c.w.simple(append([]field(nil), run...), stdin{})
+				c.w.simple(slices.Clone(run), stdin{})
 			}
 			i = j
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
@@ -159,7 +160,7 @@ func fdCmd(c *cmd) {
 				if n := commandName(run[0].s); n == "rm" || n == "shred" {
 					c.danger(scoreDestroy, true, c.name+" "+a.s+" "+n+" deletes every file it matches")
 				}
-				c.w.simple(append([]field(nil), run...), stdin{})
+				c.w.simple(slices.Clone(run), stdin{})
 			}
 			return
 		}

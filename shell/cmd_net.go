@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -288,7 +289,7 @@ func interpCmd(c *cmd) {
 				return
 			}
 		}
-		isCode := contains(spec.code, a) || spec.last != "" && len(a) > 2 && a[1] != '-' && strings.IndexByte(spec.last, a[len(a)-1]) >= 0
+		isCode := slices.Contains(spec.code, a) || spec.last != "" && len(a) > 2 && a[1] != '-' && strings.IndexByte(spec.last, a[len(a)-1]) >= 0
 		if isCode && i+1 < len(args) {
 			c.inline(spec, args[i+1])
 			return

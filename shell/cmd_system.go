@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -139,7 +140,7 @@ func killCmd(c *cmd) {
 
 func hasArg(args []field, vals ...string) bool {
 	for _, a := range args {
-		if contains(vals, a.s) {
+		if slices.Contains(vals, a.s) {
 			return true
 		}
 	}
@@ -336,13 +337,13 @@ func pkgCmd(c *cmd) {
 	switch {
 	case sub == "" && (c.name == "yarn" || c.name == "bundle"):
 		c.moderate(scoreModerateHigh, c.name+" installs the project's packages")
-	case sub == "" || strings.HasPrefix(sub, "-") && len(c.argv) == 2 || contains(spec.read, sub):
-		if sub == "audit" && flagged(c.args(), "", "--fix") || sub == "config" && (contains(strs(c.args()), "set") || contains(strs(c.args()), "delete")) {
+	case sub == "" || strings.HasPrefix(sub, "-") && len(c.argv) == 2 || slices.Contains(spec.read, sub):
+		if sub == "audit" && flagged(c.args(), "", "--fix") || sub == "config" && (slices.Contains(strs(c.args()), "set") || slices.Contains(strs(c.args()), "delete")) {
 			c.moderate(scoreModerate, c.name+" "+sub+" changes settings")
 		}
-	case contains(spec.publish, sub):
+	case slices.Contains(spec.publish, sub):
 		c.danger(scoreDangerous, sub == "unpublish" || sub == "yank", c.name+" "+sub+" publishes or withdraws a package for everyone")
-	case contains(spec.run, sub) || c.name == "yarn" && !isInstallWord(sub):
+	case slices.Contains(spec.run, sub) || c.name == "yarn" && !isInstallWord(sub):
 		c.moderate(scoreModerate, c.name+" "+sub+" runs the project's scripts")
 		c.unknownWrapper() // bundle exec rm -rf ~, uv run rm -rf ~
 	default:
@@ -454,7 +455,7 @@ func netConfigCmd(c *cmd) {
 	case "route", "arp":
 		changes = hasArg(args, "add", "del", "delete", "flush", "change", "replace", "-d", "-s", "-f")
 	default:
-		changes = len(ops) > 0 && !contains([]string{"show", "list", "status", "-listallnetworkservices", "-getinfo"}, ops[0].s)
+		changes = len(ops) > 0 && !slices.Contains([]string{"show", "list", "status", "-listallnetworkservices", "-getinfo"}, ops[0].s)
 	}
 	if changes {
 		c.moderate(scoreModerateHigh, c.name+" changes system or network settings")

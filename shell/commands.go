@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -341,10 +342,5 @@ var metaCommands = map[string]bool{
 
 func (c *Classifier) isProtectedExact(s string) bool {
 	p := c.normPath(s)
-	for _, pp := range c.protected {
-		if pp.norm == p {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.protected, func(pp protectedPath) bool { return pp.norm == p })
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func loadCorpus(t testing.TB) []corpusEntry {
 		if err := dec.Decode(&e); err != nil {
 			t.Fatalf("%s:%d: %v", corpusPath, n, err)
 		}
-		if !e.Category.Valid() || !contains(families, e.Family) {
+		if !e.Category.Valid() || !slices.Contains(families, e.Family) {
 			t.Fatalf("%s:%d: bad category %q or family %q", corpusPath, n, e.Category, e.Family)
 		}
 		if prev, dup := seen[e.Command]; dup {
@@ -72,15 +73,6 @@ func loadCorpus(t testing.TB) []corpusEntry {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 var categories = []shell.Category{shell.Safe, shell.Moderate, shell.Dangerous, shell.Blocked}

@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // opt is one option read from a command line.
 type opt struct {
@@ -28,7 +31,7 @@ func scanOpts(argv []field, from int, shortVal string, longVal ...string) ([]opt
 		if strings.HasPrefix(a, "--") {
 			name, val, hasEq := strings.Cut(a, "=")
 			o := opt{name: name, val: val}
-			if !hasEq && contains(longVal, name) && i+1 < len(argv) {
+			if !hasEq && slices.Contains(longVal, name) && i+1 < len(argv) {
 				i++
 				o.val, o.f = argv[i].s, argv[i]
 			}
@@ -57,19 +60,10 @@ func scanOpts(argv []field, from int, shortVal string, longVal ...string) ([]opt
 	return opts, i
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // has reports whether any of the named options was given.
 func has(opts []opt, names ...string) bool {
 	for _, o := range opts {
-		if contains(names, o.name) {
+		if slices.Contains(names, o.name) {
 			return true
 		}
 	}
@@ -81,7 +75,7 @@ func value(opts []opt, names ...string) (opt, bool) {
 	var found opt
 	ok := false
 	for _, o := range opts {
-		if contains(names, o.name) {
+		if slices.Contains(names, o.name) {
 			found, ok = o, true
 		}
 	}
@@ -100,7 +94,7 @@ func flagged(args []field, letters string, long ...string) bool {
 		}
 		if strings.HasPrefix(a, "--") {
 			name, _, _ := strings.Cut(a, "=")
-			if contains(long, name) {
+			if slices.Contains(long, name) {
 				return true
 			}
 			continue

@@ -1,6 +1,7 @@
 package shell_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,7 +98,7 @@ func TestRules(t *testing.T) {
 		if got.Category != tc.want {
 			t.Errorf("Classify(%q) = %s %q; want %s", tc.command, got.Category, got.Reasons, tc.want)
 		}
-		if tc.reason != "" && !containsString(got.Reasons, tc.reason) {
+		if tc.reason != "" && !slices.Contains(got.Reasons, tc.reason) {
 			t.Errorf("Classify(%q) reasons %q lack %q", tc.command, got.Reasons, tc.reason)
 		}
 	}
@@ -214,7 +215,7 @@ func TestNestingDepth(t *testing.T) {
 		switch {
 		case depth <= 8 && got.Category != shell.Safe:
 			t.Errorf("depth %d: Classify = %s %q; want safe", depth, got.Category, got.Reasons)
-		case depth > 8 && (got.Category != shell.Dangerous || !containsString(got.Reasons, "shell code nested more than 8 levels deep")):
+		case depth > 8 && (got.Category != shell.Dangerous || !slices.Contains(got.Reasons, "shell code nested more than 8 levels deep")):
 			t.Errorf("depth %d: Classify = %s %q; want dangerous for nesting", depth, got.Category, got.Reasons)
 		}
 	}
@@ -228,7 +229,7 @@ func TestNestingDepth(t *testing.T) {
 func TestWorkBudget(t *testing.T) {
 	c := newClassifier(t, shell.Options{})
 	got := c.Classify(strings.Repeat("ls; ", 5000))
-	if got.Category != shell.Dangerous || !containsString(got.Reasons, "too complex to classify completely") {
+	if got.Category != shell.Dangerous || !slices.Contains(got.Reasons, "too complex to classify completely") {
 		t.Errorf("Classify(5000 commands) = %s %q; want dangerous as too complex", got.Category, got.Reasons)
 	}
 	// Variables with many values multiply variants, within bounds.

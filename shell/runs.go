@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -354,7 +355,7 @@ func (w *walker) probeArgv(argv []field) ([]finding, stageInfo) {
 		return nil, st
 	}
 	sub := &walker{c: w.c, res: &result{work: w.res.work, probes: w.res.probes}, depth: w.depth + 1, cwd: w.cwd, cwdMoved: w.cwdMoved, src: w.src, stage: &st}
-	sub.simple(append([]field(nil), argv...), stdin{})
+	sub.simple(slices.Clone(argv), stdin{})
 	w.res.work, w.res.probes = sub.res.work, sub.res.probes
 	for _, f := range sub.res.findings {
 		if f.cat.Rank() >= Dangerous.Rank() {

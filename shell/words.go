@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -97,7 +98,7 @@ type wordBuilder struct {
 func newBuilder() *wordBuilder { return &wordBuilder{static: true} }
 
 func (b *wordBuilder) clone() *wordBuilder {
-	n := &wordBuilder{fields: append([]field(nil), b.fields...), open: b.open, static: b.static, glob: b.glob, fromVar: b.fromVar}
+	n := &wordBuilder{fields: slices.Clone(b.fields), open: b.open, static: b.static, glob: b.glob, fromVar: b.fromVar}
 	n.cur.WriteString(b.cur.String())
 	return n
 }
@@ -656,7 +657,7 @@ func (w *walker) braces(word *syntax.Word) ([]field, bool) {
 	if !hasBrace {
 		return nil, false
 	}
-	cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), word.Parts...)}
+	cp := &syntax.Word{Parts: slices.Clone(word.Parts)}
 	if !syntax.SplitBraces(cp) {
 		return nil, false
 	}

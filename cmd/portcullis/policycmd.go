@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/portcullis/portcullis"
-
 	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
+	"github.com/portcullis/portcullis/policytest"
 )
 
 // runPolicyShowDefault prints the built-in default policy, commented, as
@@ -45,7 +43,8 @@ func runPolicyLint(o *policyLintOptions, pos []string, stdout io.Writer) error {
 	return nil
 }
 
-// runPolicyTest runs policy unit-test files through the real gate. Exit 0
+// runPolicyTest runs policy unit-test files through the real gate
+// (package policytest) and prints the results. Exit 0
 // when every case passes, 1 when one fails, 2 when a file does not load.
 func runPolicyTest(ctx context.Context, o *policyTestOptions, pos []string, stdout, stderr io.Writer) error {
 	if len(pos) == 0 {
@@ -60,14 +59,14 @@ func runPolicyTest(ctx context.Context, o *policyTestOptions, pos []string, stdo
 			loadFailed = true
 			continue
 		}
-		gates, err := caseGates(tf)
+		rs, err := policytest.Run(ctx, tf)
 		if err != nil {
 			fmt.Fprintf(stderr, "portcullis: %s: %v\n", path, err)
 			loadFailed = true
 			continue
 		}
 		loaded++
-		results = append(results, policy.RunTestsWith(ctx, tf, func(c policy.TestCase) portcullis.Decider { return gates[c.Validator] })...)
+		results = append(results, rs...)
 	}
 	if loaded == 0 {
 		// Nothing ran: the errors alone, no "0 passed, 0 failed".
@@ -81,39 +80,4 @@ func runPolicyTest(ctx context.Context, o *policyTestOptions, pos []string, stdo
 		return &exitError{code: 1}
 	}
 	return nil
-}
-
-// caseGates builds one gate per stand-in validator verdict a test case may
-// name: "" (no validator: calls in its scope fail closed), allow, deny and
-// unavailable. Policy tests never call a real model. The gates run on the
-// file's clock (each case's `at`) and count budgets in one store shared by
-// the file's cases, in order; they keep no other state.
-func caseGates(tf *policy.TestFile) (map[string]portcullis.Decider, error) {
-	pol := tf.Policy
-	budgets := memstore.New(tf.Clock)
-	gates := map[string]portcullis.Decider{}
-	for verdict, v := range map[string]portcullis.Validator{
-		"":                          nil,
-		policy.ValidatorAllow:       standIn{portcullis.Verdict{Allow: true, Confidence: 1, Reasoning: "stand-in verdict of the test file: allow"}},
-		policy.ValidatorDeny:        standIn{portcullis.Verdict{Confidence: 1, Reasoning: "stand-in verdict of the test file: deny", WhatWouldAuthorize: "what the validator would ask for"}},
-		policy.ValidatorUnavailable: standIn{portcullis.Verdict{FailClosed: true, Reasoning: "stand-in verdict of the test file: the validator is unavailable"}},
-	} {
-		opts := []gate.Option{gate.WithRequestOverrides(), gate.WithClock(tf.Clock), gate.WithBudgetStore(budgets)}
-		if v != nil {
-			opts = append(opts, gate.WithValidator(v))
-		}
-		g, err := gate.New(pol, opts...)
-		if err != nil {
-			return nil, err
-		}
-		gates[verdict] = g
-	}
-	return gates, nil
-}
-
-// standIn is the validator of a policy test case: a fixed verdict.
-type standIn struct{ v portcullis.Verdict }
-
-func (s standIn) Validate(context.Context, portcullis.ValidationRequest) (portcullis.Verdict, error) {
-	return s.v, nil
 }

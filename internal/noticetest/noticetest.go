@@ -5,6 +5,7 @@ package noticetest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -30,7 +31,7 @@ func (r *Recorder) Notify(_ context.Context, n portcullis.Notice) error {
 func (r *Recorder) Notices() []portcullis.Notice {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]portcullis.Notice(nil), r.notices...)
+	return slices.Clone(r.notices)
 }
 
 // Codes returns the verification codes the notices so far carried.

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +74,7 @@ func New(argv []string, opts Options) (*Model, error) {
 	if opts.WaitDelay == 0 {
 		opts.WaitDelay = time.Second
 	}
-	return &Model{argv: append([]string(nil), argv...), opts: opts, name: "command/" + filepath.Base(argv[0])}, nil
+	return &Model{argv: slices.Clone(argv), opts: opts, name: "command/" + filepath.Base(argv[0])}, nil
 }
 
 // Name returns "command/" and the program's base name.
