@@ -162,7 +162,10 @@ func TestOpenCodeEndToEnd(t *testing.T) {
 			env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 				"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 				"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
-				"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_SHARE=1"}
+				"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_SHARE=1",
+				// opencode takes its directory from $PWD, which the test's own
+				// environment holds.
+				"PWD=" + work}
 			// opencode installs @opencode-ai/plugin beside the plugins of
 			// each configuration directory, in the background, unless a
 			// package lock already lists it; Portcullis's plugin needs
