@@ -233,6 +233,9 @@ func (e Env) fixInit(c Client, file string) string {
 		return "portcullis init " + string(c)
 	}
 	if c == OpenCode {
+		if within(file, e.openCodeDir()) {
+			return "portcullis init " + string(c)
+		}
 		// <project>/.opencode/plugin/portcullis.js
 		return fmt.Sprintf("portcullis init %s --project --dir %s", c, filepath.Dir(projectOf(file)))
 	}
