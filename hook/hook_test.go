@@ -256,13 +256,16 @@ func TestStopNeverShowsTheCode(t *testing.T) {
 		switch host.Name() {
 		case "gemini":
 			input = []byte(`{"session_id":"s","hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{"file_path":"/x"}}`)
+		case "opencode":
+			input = []byte(`{"session_id":"s","hook_event_name":"tool.execute.before","tool_name":"read","tool_input":{"filePath":"/x"}}`)
 		default:
 			input = claudeEvent("Read", map[string]any{"file_path": "/home/dev/project/go.mod"})
 		}
 		exit, out, stderr := run(t, f.handler(t, hook.Options{Agent: "claude-code"}), host, input)
 		// Codex refuses "continue": false from a tool hook, and a refused
-		// answer lets the call run: its stop is a plain deny.
-		endsTurn := host.Name() != "codex"
+		// answer lets the call run: its stop is a plain deny. opencode's
+		// plugin has no way to end the turn: a deny.
+		endsTurn := host.Name() != "codex" && host.Name() != "opencode"
 		if exit != 0 || bytes.Contains(out, []byte(`"continue":false`)) != endsTurn || !bytes.Contains(out, []byte("deny")) {
 			t.Errorf("%s: blocked agent: exit %d, %s; want a deny (that ends the turn: %v)", host.Name(), exit, out, endsTurn)
 		}
