@@ -1,9 +1,11 @@
 // Package hook adapts the tool hooks of AI coding hosts to Portcullis's
 // gate: Claude Code's PreToolUse and PermissionRequest, Codex CLI's
 // PreToolUse and PermissionRequest (the same wire format), Gemini CLI's
-// BeforeTool, and opencode's tool.execute.before (sent by the plugin
-// `portcullis hook install opencode` writes). Each host's event is read
-// from stdin, its tool call is mapped onto the policy's tools (a shell command onto the policy's shell tool, a
+// BeforeTool, Cursor's beforeShellExecution, beforeMCPExecution,
+// beforeReadFile and preToolUse, GitHub Copilot CLI's preToolUse, and opencode's tool.execute.before (sent
+// by the plugin `portcullis hook install opencode` writes). Each host's
+// event is read from stdin, its tool call is mapped
+// onto the policy's tools (a shell command onto the policy's shell tool, a
 // file write onto its file-write tool, an MCP tool onto the tool policy),
 // decided, and answered in the host's own format. Every host shares one
 // code path; only the parsing of the event and the shape of the answer

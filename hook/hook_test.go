@@ -38,6 +38,8 @@ var policyFor = map[string]string{
 	"claude-code": "../examples/claude-code/policy.yaml",
 	"codex":       "testdata/policy.yaml",
 	"gemini":      "testdata/policy.yaml",
+	"cursor":      "testdata/policy.yaml",
+	"copilot":     "testdata/policy.yaml",
 	"opencode":    "testdata/policy.yaml",
 }
 
@@ -256,6 +258,10 @@ func TestStopNeverShowsTheCode(t *testing.T) {
 		switch host.Name() {
 		case "gemini":
 			input = []byte(`{"session_id":"s","hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{"file_path":"/x"}}`)
+		case "cursor":
+			input = []byte(`{"conversation_id":"c","generation_id":"g","hook_event_name":"beforeShellExecution","command":"ls","cwd":"/home/dev/project","workspace_roots":["/home/dev/project"]}`)
+		case "copilot":
+			input = []byte(`{"sessionId":"s","timestamp":1,"cwd":"/home/dev/project","toolName":"view","toolArgs":{"path":"/home/dev/project/go.mod"}}`)
 		case "opencode":
 			input = []byte(`{"session_id":"s","hook_event_name":"tool.execute.before","tool_name":"read","tool_input":{"filePath":"/x"}}`)
 		default:
@@ -263,9 +269,10 @@ func TestStopNeverShowsTheCode(t *testing.T) {
 		}
 		exit, out, stderr := run(t, f.handler(t, hook.Options{Agent: "claude-code"}), host, input)
 		// Codex refuses "continue": false from a tool hook, and a refused
-		// answer lets the call run: its stop is a plain deny. opencode's
-		// plugin has no way to end the turn: a deny.
-		endsTurn := host.Name() != "codex" && host.Name() != "opencode"
+		// answer lets the call run: its stop is a plain deny, as is
+		// Copilot CLI's, whose preToolUse has no such field, and
+		// opencode's, whose plugin has no way to end the turn.
+		endsTurn := host.Name() != "codex" && host.Name() != "copilot" && host.Name() != "opencode"
 		if exit != 0 || bytes.Contains(out, []byte(`"continue":false`)) != endsTurn || !bytes.Contains(out, []byte("deny")) {
 			t.Errorf("%s: blocked agent: exit %d, %s; want a deny (that ends the turn: %v)", host.Name(), exit, out, endsTurn)
 		}

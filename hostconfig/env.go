@@ -14,25 +14,32 @@ import (
 // Client names an agent whose configuration this package knows.
 type Client string
 
-// The clients: four run Portcullis as a hook (opencode through a plugin),
-// two run MCP servers that Portcullis wraps.
+// The clients: five run Portcullis as a hook (opencode through a plugin),
+// Claude Desktop runs MCP servers that Portcullis wraps, and Cursor both
+// (its MCP servers behind the wrapper, its shell commands, MCP calls and
+// file reads through its hooks.json).
 const (
 	ClaudeCode    Client = "claude-code"
 	Codex         Client = "codex"
 	Gemini        Client = "gemini"
 	ClaudeDesktop Client = "claude-desktop"
 	Cursor        Client = "cursor"
+	Copilot       Client = "copilot"
 	OpenCode      Client = "opencode"
 )
 
 // Clients lists every client, in the order doctor reports them.
-var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor, OpenCode}
+var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor, Copilot, OpenCode}
 
-// Hooked reports whether the client runs Portcullis as a tool hook (the
-// others run it as an MCP server wrapper).
+// Hooked reports whether the client runs Portcullis as a tool hook only
+// (init installs its hook; the others' MCP servers are wrapped).
 func (c Client) Hooked() bool {
-	return c == ClaudeCode || c == Codex || c == Gemini || c == OpenCode
+	return c == ClaudeCode || c == Codex || c == Gemini || c == Copilot || c == OpenCode
 }
+
+// HookInstallable reports whether Portcullis can be installed as the
+// client's tool hook (hook install): the hooked clients, and Cursor.
+func (c Client) HookInstallable() bool { return c.Hooked() || c == Cursor }
 
 // ClientNamed returns the client of that name.
 func ClientNamed(name string) (Client, bool) {
@@ -51,6 +58,9 @@ type Env struct {
 	Home      string // the user's home directory
 	ConfigDir string // the user's configuration directory (os.UserConfigDir)
 	CodexHome string // Codex's home: $CODEX_HOME, else Home/.codex
+	// CopilotHome is GitHub Copilot CLI's home: $COPILOT_HOME, else
+	// Home/.copilot (when empty).
+	CopilotHome string
 	// OpenCodeDir is opencode's configuration directory:
 	// $XDG_CONFIG_HOME/opencode, else (also when empty) Home/.config/opencode.
 	OpenCodeDir string
@@ -74,6 +84,11 @@ func FromOS() (Env, error) {
 			return Env{}, err
 		}
 	}
+	if h := os.Getenv("COPILOT_HOME"); h != "" {
+		if e.CopilotHome, err = filepath.Abs(h); err != nil {
+			return Env{}, err
+		}
+	}
 	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		e.OpenCodeDir = filepath.Join(x, "opencode")
 	}
@@ -88,6 +103,14 @@ func FromOS() (Env, error) {
 		e.TempDirs = append(e.TempDirs, d)
 	}
 	return e, nil
+}
+
+// copilotHome is Copilot CLI's home directory.
+func (e Env) copilotHome() string {
+	if e.CopilotHome != "" {
+		return e.CopilotHome
+	}
+	return filepath.Join(e.Home, ".copilot")
 }
 
 // PolicyDir is where `portcullis init` keeps the user's policy.

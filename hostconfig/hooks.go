@@ -102,20 +102,40 @@ func (e Env) SettingsFile(client Client, scope Scope, project string) (string, e
 		return filepath.Join(e.Home, ".cursor", "mcp.json"), nil
 	case client == Cursor:
 		return filepath.Join(project, ".cursor", "mcp.json"), nil
+	case client == Copilot && scope == UserScope:
+		return filepath.Join(e.copilotHome(), "hooks", CopilotHookFile), nil
+	case client == Copilot:
+		return filepath.Join(project, ".github", "hooks", CopilotHookFile), nil
 	}
 	return "", fmt.Errorf("unknown client %q", client)
 }
 
+// HookFile is the file in which client keeps its hooks, for the scope:
+// SettingsFile, except for Cursor, whose hooks are in hooks.json beside
+// its mcp.json.
+func (e Env) HookFile(client Client, scope Scope, project string) (string, error) {
+	if client != Cursor {
+		return e.SettingsFile(client, scope, project)
+	}
+	mcp, err := e.SettingsFile(client, scope, project)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(mcp), "hooks.json"), nil
+}
+
 // InstallHook merges the hook into the client's settings: Claude Code's
-// PreToolUse hook for every tool, Gemini CLI's BeforeTool hook, or Codex's
-// PreToolUse and PermissionRequest hooks with their trust entries, or
-// opencode's plugin (a file of its own, replaced whole). Other
+// PreToolUse hook for every tool, Gemini CLI's BeforeTool hook, Codex's
+// PreToolUse and PermissionRequest hooks with their trust entries,
+// Cursor's blocking hooks (installCursor), Copilot CLI's preToolUse
+// hook (installCopilot) or opencode's plugin (a file of its own, replaced
+// whole). Other
 // settings and hooks keep their place; an existing Portcullis hook is
 // replaced in place, so installing again changes nothing; the previous
 // file is kept as <file>.bak. A file that is not a JSON object is left
 // alone and the install fails.
 func (e Env) InstallHook(h Hook) (Installed, error) {
-	if !h.Client.Hooked() {
+	if !h.Client.HookInstallable() {
 		return Installed{}, fmt.Errorf("%s runs MCP servers, not hooks: wrap its servers instead", h.Client)
 	}
 	if len(h.Command) < 3 {
@@ -129,7 +149,7 @@ func (e Env) InstallHook(h Hook) (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
-	path, err := e.SettingsFile(h.Client, h.Scope, h.Project)
+	path, err := e.HookFile(h.Client, h.Scope, h.Project)
 	if err != nil {
 		return Installed{}, err
 	}
@@ -137,8 +157,13 @@ func (e Env) InstallHook(h Hook) (Installed, error) {
 	if h.Hold {
 		timeout = HookHoldTimeout
 	}
-	if h.Client == Codex {
+	switch h.Client {
+	case Codex:
 		return e.installCodex(command, exe, timeout)
+	case Cursor:
+		return installCursor(path, command, exe, timeout)
+	case Copilot:
+		return installCopilot(path, command, exe, timeout)
 	}
 	if h.Client == OpenCode {
 		return e.installOpenCode(path, h, command, timeout)

@@ -134,6 +134,29 @@ func TestHookDefaultPolicyOtherHosts(t *testing.T) {
 			t.Errorf("%s %s %v: exit %d, %s (stderr %q); want %s", tc.host, tc.tool, tc.input, code, stdout, stderr, tc.want)
 		}
 	}
+	// Copilot CLI's own bookkeeping tools are named by the built-in
+	// policy: they do not ask every time.
+	for _, tc := range []struct {
+		tool  string
+		input map[string]any
+		want  string
+	}{
+		{"report_intent", map[string]any{"intent": "Exploring the code"}, "allow"},
+		{"read_bash", map[string]any{"shellId": "1"}, "allow"},
+		{"view", map[string]any{"path": filepath.Join(home, "main.go")}, "allow"},
+		{"bash", map[string]any{"command": "ls", "description": "list"}, "allow"},
+		{"bash", map[string]any{"command": "rm -rf ~", "description": "clean"}, "deny"},
+	} {
+		b, err := json.Marshal(map[string]any{"sessionId": "s1", "timestamp": 1, "cwd": home, "toolName": tc.tool, "toolArgs": tc.input})
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := filepath.Join(t.TempDir(), "state")
+		code, stdout, stderr := runCLI(t, string(b), "hook", "copilot", "--state", state)
+		if code != 0 || !strings.Contains(stdout, `"permissionDecision":"`+tc.want+`"`) {
+			t.Errorf("copilot %s %v: exit %d, %s (stderr %q); want %s", tc.tool, tc.input, code, stdout, stderr, tc.want)
+		}
+	}
 }
 
 // TestExecDefaultPolicy: exec without a policy runs a safe command and

@@ -165,6 +165,9 @@ func hostConfigFiles(host hook.Host) []string {
 			out = append(out, hook.ConfigFiles(host, home, project)...)
 		}
 	}
+	if h := os.Getenv("COPILOT_HOME"); h != "" && host.Name() == (hook.Copilot{}).Name() {
+		out = append(out, h) // Copilot CLI's hooks and the folders it trusts
+	}
 	if host.Name() == (hook.OpenCode{}).Name() {
 		// opencode also reads its configuration and plugins from
 		// $XDG_CONFIG_HOME/opencode and from $OPENCODE_CONFIG_DIR.

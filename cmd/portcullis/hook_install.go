@@ -13,30 +13,35 @@ import (
 )
 
 // newHookInstallCmd is `portcullis hook install CLIENT`: it merges the
-// hook into the client's settings (hostconfig.InstallHook): Claude Code's
-// and Gemini CLI's for the project (the default) or the user, Codex's for
-// the user, with its trust; opencode's plugin for the project or the
-// user. It refuses a binary that will not last (the
+// hook into the client's settings (hostconfig.InstallHook): Claude Code's,
+// Gemini CLI's, Cursor's and opencode's for the project (the default) or
+// the user, Codex's for the user, with its trust, Copilot CLI's for the
+// user (the default) or the project. It refuses a binary that will not last (the
 // Go build cache, `go run`'s directories, a temporary directory).
 func newHookInstallCmd() *cobra.Command {
 	var project, user, hold bool
 	var dir, policyFlag, state, binary string
 	var deferMCP []string
 	c := &cobra.Command{
-		Use:   "install claude-code|codex|gemini|opencode --policy FILE",
+		Use:   "install claude-code|codex|gemini|cursor|copilot|opencode --policy FILE",
 		Short: "Add Portcullis's hook to a client's settings (merged, with a backup)",
 		Long: `Merge Portcullis's hook into a client's settings: Claude Code's PreToolUse
 hook (.claude/settings.json of the project, or ~/.claude/settings.json with
 --user), Gemini CLI's BeforeTool hook (.gemini/settings.json, or
 ~/.gemini/settings.json), or Codex's PreToolUse and PermissionRequest hooks
 ($CODEX_HOME/hooks.json) with the trust entries Codex needs in config.toml,
-or opencode's plugin (.opencode/plugin/portcullis.js, or
-~/.config/opencode/plugin/portcullis.js with --user), which runs the hook
-for every tool call and blocks the call unless the hook allows it.
+Cursor's beforeShellExecution, beforeMCPExecution, beforeReadFile and
+preToolUse (file writes) hooks, fail-closed (.cursor/hooks.json, or
+~/.cursor/hooks.json), GitHub Copilot CLI's preToolUse hook
+($COPILOT_HOME/hooks/portcullis.json, which Copilot runs in every folder,
+or with --project .github/hooks/portcullis.json, which it runs only in a
+folder you trust), or opencode's plugin (.opencode/plugin/portcullis.js,
+or ~/.config/opencode/plugin/portcullis.js with --user), which runs the
+hook for every tool call and blocks the call unless the hook allows it.
 Other settings keep their place, the previous file is kept as .bak, and
 running it again changes nothing. portcullis init does this and writes a
 starter policy too.`,
-		ValidArgs: []string{"claude-code", "codex", "gemini", "opencode"},
+		ValidArgs: []string{"claude-code", "codex", "gemini", "cursor", "copilot", "opencode"},
 		Args:      cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var servers []string
@@ -52,8 +57,8 @@ starter policy too.`,
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&project, "project", false, "install into the project's settings (the default for claude-code, gemini and opencode)")
-	fl.BoolVar(&user, "user", false, "install into the user's settings (~/.claude/settings.json, ~/.gemini/settings.json, ~/.config/opencode/plugin)")
+	fl.BoolVar(&project, "project", false, "install into the project's settings (the default for claude-code, gemini, cursor and opencode)")
+	fl.BoolVar(&user, "user", false, "install into the user's settings (~/.claude/settings.json, ~/.gemini/settings.json, ~/.cursor/hooks.json, ~/.config/opencode/plugin; the default for copilot)")
 	fl.StringVar(&dir, "dir", "", "the project `directory` (default: the current one)")
 	fl.StringVar(&policyFlag, "policy", "", "policy `file` the hook decides under (default $PORTCULLIS_POLICY)")
 	fl.StringVar(&state, "state", "", "state `directory` the hook uses (default: the hook's own default)")
@@ -65,8 +70,8 @@ starter policy too.`,
 
 func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, policyFlag, state, binary string, deferMCP []string) error {
 	client, ok := hostconfig.ClientNamed(name)
-	if !ok || !client.Hooked() {
-		return usageError("hook install supports claude-code, codex, gemini and opencode (Claude Desktop and Cursor run MCP servers: portcullis init %s)", name)
+	if !ok || !client.HookInstallable() {
+		return usageError("hook install supports claude-code, codex, gemini, cursor, copilot and opencode (Claude Desktop runs MCP servers: portcullis init %s)", name)
 	}
 	if project && user {
 		return usageError("--project and --user: choose one")
@@ -96,6 +101,11 @@ func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, p
 		return err
 	}
 	h := hostconfig.Hook{Client: client, Hold: hold}
+	if client == hostconfig.Copilot && !project && dir == "" {
+		// Copilot runs a repository's hooks only in a folder the user
+		// trusts: the user's hooks run everywhere.
+		user = true
+	}
 	if client != hostconfig.Codex && !user {
 		h.Scope = hostconfig.ProjectScope
 		if h.Project, err = filepath.Abs(firstNonEmpty(dir, ".")); err != nil {
@@ -130,9 +140,14 @@ func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, p
 	case client == hostconfig.Codex:
 		fmt.Fprintf(stdout, "%s: PreToolUse and PermissionRequest hooks installed for every tool:\n  %s\n", res.Files[0], res.Command)
 		fmt.Fprintf(stdout, "%s: trusted (Codex runs them without a review; a changed hook needs this command again)\n", res.Files[1])
+	case client == hostconfig.Cursor:
+		fmt.Fprintf(stdout, "%s: beforeShellExecution, beforeMCPExecution, beforeReadFile and preToolUse (%s) hooks installed, fail-closed:\n  %s\n", res.Files[0], hostconfig.CursorWriteMatcher, res.Command)
 	default:
-		event := map[hostconfig.Client]string{hostconfig.ClaudeCode: "PreToolUse", hostconfig.Gemini: "BeforeTool"}[client]
+		event := map[hostconfig.Client]string{hostconfig.ClaudeCode: "PreToolUse", hostconfig.Gemini: "BeforeTool", hostconfig.Copilot: "preToolUse"}[client]
 		fmt.Fprintf(stdout, "%s: %s hook installed for every tool:\n  %s\n", res.Files[0], event, res.Command)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(stdout, "  note: %s\n", n)
 	}
 	return nil
 }

@@ -102,7 +102,7 @@ func TestHookRefuses(t *testing.T) {
 	if code != 2 || !strings.Contains(stdout, `"decision":"deny"`) {
 		t.Errorf("gemini with a policy that does not load: exit %d, %s; want 2 and a Gemini deny", code, stdout)
 	}
-	if code, _, _ := runCLI(t, event, "hook", "cursor"); code != 2 {
+	if code, _, _ := runCLI(t, event, "hook", "windsurf"); code != 2 {
 		t.Errorf("unknown host: exit %d; want 2", code)
 	}
 }
@@ -272,18 +272,28 @@ func TestHookInstall(t *testing.T) {
 	}
 	home := t.TempDir()
 	t.Setenv("HOME", home)
+	t.Setenv("COPILOT_HOME", "")
 	if code, out, errOut := runCLI(t, "", "hook", "install", "gemini", "--user", "--policy", claudePolicy, "--binary", bin); code != 0 || !strings.Contains(out, "BeforeTool hook installed") {
 		t.Errorf("install gemini --user: exit %d: %s%s", code, out, errOut)
 	}
 	if b, err := os.ReadFile(filepath.Join(home, ".gemini", "settings.json")); err != nil || !bytes.Contains(b, []byte("hook gemini")) {
 		t.Errorf("gemini settings = %s, %v", b, err)
 	}
+	if code, out, errOut := runCLI(t, "", "hook", "install", "cursor", "--dir", project, "--policy", claudePolicy, "--binary", bin); code != 0 || !strings.Contains(out, filepath.Join(project, ".cursor", "hooks.json")+": beforeShellExecution, beforeMCPExecution, beforeReadFile and preToolUse") {
+		t.Errorf("install cursor: exit %d: %s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, "", "hook", "install", "copilot", "--policy", claudePolicy, "--binary", bin); code != 0 || !strings.Contains(out, filepath.Join(home, ".copilot", "hooks", "portcullis.json")+": preToolUse hook installed") {
+		t.Errorf("install copilot (for the user, by default): exit %d: %s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, "", "hook", "install", "copilot", "--dir", project, "--policy", claudePolicy, "--binary", bin); code != 0 || !strings.Contains(out, "only in a folder you trust") {
+		t.Errorf("install copilot --dir: exit %d: %s%s; want the note on trust", code, out, errOut)
+	}
 	code, _, errOut = runCLI(t, "", "hook", "install", "claude-code", "--dir", t.TempDir(), "--policy", claudePolicy)
 	if code != 2 || !strings.Contains(errOut, "go install ./cmd/portcullis") {
 		t.Errorf("install of the test binary (in go test's build directory): exit %d: %s; want 2 and how to install", code, errOut)
 	}
 	t.Setenv("CODEX_HOME", t.TempDir())
-	for _, args := range [][]string{{"cursor"}, {"codex", "--dir", project}, {"claude-code", "--project", "--user"}, {}} {
+	for _, args := range [][]string{{"claude-desktop"}, {"codex", "--dir", project}, {"claude-code", "--project", "--user"}, {}} {
 		if code, _, _ := runCLI(t, "", append([]string{"hook", "install"}, append(args, "--policy", claudePolicy, "--binary", bin)...)...); code != 2 {
 			t.Errorf("hook install %q: exit %d; want 2", args, code)
 		}

@@ -47,7 +47,7 @@ func newUserHome(t *testing.T, bin string) userHome {
 			t.Fatal(err)
 		}
 	}
-	h.env = []string{"HOME=" + h.home, "TMPDIR=" + tmp, "XDG_CONFIG_HOME=", "XDG_STATE_HOME=", "CODEX_HOME=", "PORTCULLIS_POLICY=", "PORTCULLIS_STATE=", "PORTCULLIS_STORE="}
+	h.env = []string{"HOME=" + h.home, "TMPDIR=" + tmp, "XDG_CONFIG_HOME=", "XDG_STATE_HOME=", "CODEX_HOME=", "COPILOT_HOME=", "PORTCULLIS_POLICY=", "PORTCULLIS_STATE=", "PORTCULLIS_STORE="}
 	return h
 }
 

@@ -45,7 +45,7 @@ func newInitCmd() *cobra.Command {
 		Long: `Protect an agent client in one step: write a commented starter policy (the
 built-in default policy; under the user's configuration directory, or with
 --project in the repository), install Portcullis's hook (Claude Code, Codex,
-Gemini CLI) or wrap the client's MCP servers in portcullis mcp (Claude
+Gemini CLI, GitHub Copilot CLI) or wrap the client's MCP servers in portcullis mcp (Claude
 Desktop, Cursor), and end with portcullis doctor for that client.
 
 init mcp -- SERVER... starts an MCP server once, lists its tools and writes
@@ -59,7 +59,7 @@ difference instead (--force replaces it, keeping yours as .bak).`,
 			if err := cmd.Usage(); err != nil {
 				return err
 			}
-			return usageError("init needs the client: claude-code, codex, gemini, claude-desktop, cursor, opencode or mcp")
+			return usageError("init needs the client: claude-code, codex, gemini, claude-desktop, cursor, copilot, opencode or mcp")
 		},
 	}
 	for _, client := range hostconfig.Clients {
@@ -75,6 +75,7 @@ var clientTitles = map[hostconfig.Client]string{
 	hostconfig.Gemini:        "Gemini CLI: a BeforeTool hook for every tool",
 	hostconfig.ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
 	hostconfig.Cursor:        "Cursor: every MCP server behind portcullis mcp",
+	hostconfig.Copilot:       "GitHub Copilot CLI: a preToolUse hook for every tool",
 	hostconfig.OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
 }
 

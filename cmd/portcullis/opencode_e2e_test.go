@@ -16,19 +16,19 @@ import (
 	"time"
 )
 
-// fakeChat is a model speaking OpenAI's Chat Completions API (the SSE
+// openCodeModel is a model speaking OpenAI's Chat Completions API (the SSE
 // stream opencode's OpenAI-compatible provider reads): a request that
 // offers the bash tool and carries no tool result yet asks for one shell
 // command; any other request (opencode's title generation, or the turn
 // after the tool ran) is answered with text. It keeps every tool result
 // opencode sent it.
-type fakeChat struct {
+type openCodeModel struct {
 	command string
 	mu      sync.Mutex
 	outputs []string
 }
 
-func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *openCodeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.NotFound(w, r)
 		return
@@ -89,7 +89,7 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
 }
 
-func (f *fakeChat) toolOutputs() []string {
+func (f *openCodeModel) toolOutputs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.outputs)
@@ -139,7 +139,7 @@ func TestOpenCodeEndToEnd(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(victim, "keep.txt"), []byte("keep"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			model := &fakeChat{command: tc.command}
+			model := &openCodeModel{command: tc.command}
 			srv := httptest.NewServer(model)
 			defer srv.Close()
 			config, err := json.Marshal(map[string]any{
