@@ -128,12 +128,11 @@ func (e Env) HookFile(client Client, scope Scope, project string) (string, error
 // PreToolUse hook for every tool, Gemini CLI's BeforeTool hook, Codex's
 // PreToolUse and PermissionRequest hooks with their trust entries,
 // Cursor's blocking hooks (installCursor), Copilot CLI's preToolUse
-// hook (installCopilot) or opencode's plugin (a file of its own, replaced
-// whole). Other
-// settings and hooks keep their place; an existing Portcullis hook is
-// replaced in place, so installing again changes nothing; the previous
-// file is kept as <file>.bak. A file that is not a JSON object is left
-// alone and the install fails.
+// hook (installCopilot) or opencode's plugin (installOpenCode: a file of
+// its own, replaced whole). Other settings and hooks keep their place; an
+// existing Portcullis hook is replaced in place, so installing again
+// changes nothing; the previous file is kept as <file>.bak. A file that is
+// not a JSON object is left alone and the install fails.
 func (e Env) InstallHook(h Hook) (Installed, error) {
 	if !h.Client.HookInstallable() {
 		return Installed{}, fmt.Errorf("%s runs MCP servers, not hooks: wrap its servers instead", h.Client)
@@ -164,8 +163,7 @@ func (e Env) InstallHook(h Hook) (Installed, error) {
 		return installCursor(path, command, exe, timeout)
 	case Copilot:
 		return installCopilot(path, command, exe, timeout)
-	}
-	if h.Client == OpenCode {
+	case OpenCode:
 		return e.installOpenCode(path, h, command, timeout)
 	}
 	old, mode, err := readForUpdate(path)
