@@ -16,10 +16,11 @@ import (
 
 // Host is one AI coding host's hook format: how its event is read, how
 // its tools map onto Portcullis's kinds of action, and how an answer is
-// written. The hosts are ClaudeCode, Codex, Gemini, Cursor and Copilot.
+// written. The hosts are ClaudeCode, Codex, Gemini, Cursor, Copilot and
+// OpenCode.
 type Host interface {
 	// Name is the host's name on the command line and the default agent
-	// identity: claude-code, codex, gemini, cursor or copilot.
+	// identity: claude-code, codex, gemini, cursor, copilot or opencode.
 	Name() string
 
 	parse(data []byte) (*Event, error)
@@ -57,7 +58,7 @@ func joinEach(dirs []string, rel ...string) []string {
 }
 
 // Hosts lists the supported hosts.
-var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}, Cursor{}, Copilot{}}
+var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}, Cursor{}, Copilot{}, OpenCode{}}
 
 // HostNamed returns the host of that name.
 func HostNamed(name string) (Host, bool) {

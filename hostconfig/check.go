@@ -87,6 +87,10 @@ func probeEvent(client Client, dir string) []byte {
 		"tool_input":      map[string]any{"command": "true"},
 	}
 	switch client {
+	case OpenCode:
+		ev = map[string]any{"hook_event_name": "tool.execute.before", "session_id": ProbeSession,
+			"tool_use_id": "portcullis-doctor", "tool_name": "bash", "cwd": dir,
+			"tool_input": map[string]any{"command": "true", "description": "Portcullis doctor's probe"}}
 	case Gemini:
 		ev["hook_event_name"], ev["tool_name"] = "BeforeTool", "run_shell_command"
 		ev["timestamp"] = "2026-01-01T00:00:00Z"
@@ -168,6 +172,8 @@ func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Pro
 			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p)...)
 		case Codex:
 			out = append(out, e.checkHooks(ctx, c, []string{filepath.Join(e.CodexHome, "hooks.json")}, []string{"PreToolUse"}, e.CodexHome, dir, probe)...)
+		case OpenCode:
+			out = append(out, e.checkOpenCode(ctx, project, dir, probe)...)
 		case ClaudeDesktop:
 			if e.ConfigDir == "" {
 				continue
@@ -271,8 +277,14 @@ func (e Env) fixInit(c Client, file string) string {
 		return "portcullis init " + string(c)
 	}
 	project := projectOf(file)
-	if c == Copilot {
+	switch c {
+	case Copilot:
 		project = filepath.Dir(project) // <project>/.github/hooks/<file>
+	case OpenCode:
+		if within(file, e.openCodeDir()) {
+			return "portcullis init " + string(c)
+		}
+		project = filepath.Dir(project) // <project>/.opencode/plugin/portcullis.js
 	}
 	return fmt.Sprintf("portcullis init %s --project --dir %s", c, project)
 }
@@ -315,8 +327,9 @@ func (e Env) checkHookCommand(ctx context.Context, c Client, file, command, dir 
 	switch {
 	case err != nil:
 		f.worsen(NotProtected, fmt.Sprintf("the probe could not run the command: %v", err), fix)
-	case exit == 2:
-		f.worsen(Refusing, fmt.Sprintf("the hook refused the probe (exit status 2): %s", msg), fix)
+	case exit == 2 || (exit > 0 && c == OpenCode):
+		// Portcullis's opencode plugin blocks the call on any failure.
+		f.worsen(Refusing, fmt.Sprintf("the hook refused the probe (exit status %d): %s", exit, msg), fix)
 	case exit != 0:
 		f.worsen(NotProtected, fmt.Sprintf("the hook failed with exit status %d, which %s takes as a non-blocking error and runs the call: %s", exit, c, msg), fix)
 	default:
@@ -396,7 +409,7 @@ func probeAnswer(c Client, stdout []byte) (string, error) {
 			return "", errors.New("no permission decision")
 		}
 		return *d, nil
-	case Gemini:
+	case Gemini, OpenCode:
 		if out.Decision != "allow" && out.Decision != "deny" {
 			return "", fmt.Errorf("decision %q", out.Decision)
 		}

@@ -2,11 +2,13 @@
 // Portcullis guards — Claude Code's user and project settings, Codex's
 // hooks.json and the trust entries of its config.toml, Gemini CLI's
 // settings, Claude Desktop's and Cursor's lists of MCP servers, Cursor's
-// hooks.json, GitHub Copilot CLI's hook files and trusted folders — and
-// changes them as a careful person would: merged, every other setting kept
+// hooks.json, GitHub Copilot CLI's hook files and trusted folders,
+// opencode's plugin directories — and changes them as a careful person
+// would: merged, every other setting kept
 // in its place, the previous file kept beside it as a backup.
 //
-// It installs Portcullis's hook (InstallHook) or wraps MCP servers in
+// It installs Portcullis's hook (InstallHook; for opencode, a plugin file
+// of Portcullis's own that runs the hook) or wraps MCP servers in
 // `portcullis mcp` (WrapMCP), writes starter policies without overwriting
 // one a person edited (WritePolicy), classifies an MCP server's tools for
 // a person to review (ListTools, ClassifyTools), and reports whether each

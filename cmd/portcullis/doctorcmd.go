@@ -23,7 +23,8 @@ func newDoctorCmd() *cobra.Command {
 Codex (hooks and their trust), Gemini CLI, Claude Desktop and Cursor (MCP
 servers), Cursor's hooks.json (a misspelled hook name, a blocking hook
 without Portcullis), GitHub Copilot CLI (its hooks, and its trust in a
-repository's) — and say whether Portcullis is in front of it: protected, refusing
+repository's), opencode (Portcullis's plugin, unchanged since it was
+written) — and say whether Portcullis is in front of it: protected, refusing
 every call, or not protected, why, and the command that fixes it. A hook is
 probed through the exact command its settings hold, with a harmless event
 (the shell command "true", decided and audited, never run).
