@@ -16,10 +16,11 @@ import (
 
 // Host is one AI coding host's hook format: how its event is read, how
 // its tools map onto Portcullis's kinds of action, and how an answer is
-// written. The hosts are ClaudeCode, Codex, Gemini, Cursor and Copilot.
+// written. The hosts are ClaudeCode, Codex, Gemini, Cursor, Copilot and
+// OpenCode.
 type Host interface {
 	// Name is the host's name on the command line and the default agent
-	// identity: claude-code, codex, gemini, cursor or copilot.
+	// identity: claude-code, codex, gemini, cursor, copilot or opencode.
 	Name() string
 
 	parse(data []byte) (*Event, error)
@@ -57,7 +58,7 @@ func joinEach(dirs []string, rel ...string) []string {
 }
 
 // Hosts lists the supported hosts.
-var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}, Cursor{}, Copilot{}}
+var Hosts = []Host{ClaudeCode{}, Codex{}, Gemini{}, Cursor{}, Copilot{}, OpenCode{}}
 
 // HostNamed returns the host of that name.
 func HostNamed(name string) (Host, bool) {
@@ -276,4 +277,22 @@ func shellAction(ev *Event, key string) (action, error) {
 
 func otherAction(ev *Event) action {
 	return action{kind: kindOther, hostTool: ev.ToolName, args: ev.ToolInput}
+}
+
+// ClientConfigFiles are the files that tell any supported client what to
+// run: every host's hook settings, and the MCP server lists of Claude Code
+// (~/.claude.json, in claudeConfigDir too when set, and the project's
+// .mcp.json), Cursor and Claude Desktop (under userConfigDir), for the
+// user (home) and for project. An empty directory is left out. The
+// `portcullis mcp` wrapper protects them all: an agent that rewrote one
+// through the wrapper's own server could start that server without the
+// wrapper, or with another policy, or install another hook.
+func ClientConfigFiles(home, project, claudeConfigDir, userConfigDir string) []string {
+	var out []string
+	for _, h := range Hosts {
+		out = append(out, h.configFiles(home, project)...)
+	}
+	out = append(out, joinEach([]string{home, claudeConfigDir}, ".claude.json")...)
+	out = append(out, joinEach([]string{project}, ".mcp.json")...)
+	return append(out, joinEach([]string{userConfigDir}, "Claude/claude_desktop_config.json")...)
 }

@@ -2,7 +2,9 @@
 // gate: Claude Code's PreToolUse and PermissionRequest, Codex CLI's
 // PreToolUse and PermissionRequest (the same wire format), Gemini CLI's
 // BeforeTool, Cursor's beforeShellExecution, beforeMCPExecution,
-// beforeReadFile and preToolUse, and GitHub Copilot CLI's preToolUse. Each host's event is read from stdin, its tool call is mapped
+// beforeReadFile and preToolUse, GitHub Copilot CLI's preToolUse, and opencode's tool.execute.before (sent
+// by the plugin `portcullis hook install opencode` writes). Each host's
+// event is read from stdin, its tool call is mapped
 // onto the policy's tools (a shell command onto the policy's shell tool, a
 // file write onto its file-write tool, an MCP tool onto the tool policy),
 // decided, and answered in the host's own format. Every host shares one

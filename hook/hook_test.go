@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,7 @@ var policyFor = map[string]string{
 	"gemini":      "testdata/policy.yaml",
 	"cursor":      "testdata/policy.yaml",
 	"copilot":     "testdata/policy.yaml",
+	"opencode":    "testdata/policy.yaml",
 }
 
 type fixture struct {
@@ -261,14 +263,17 @@ func TestStopNeverShowsTheCode(t *testing.T) {
 			input = []byte(`{"conversation_id":"c","generation_id":"g","hook_event_name":"beforeShellExecution","command":"ls","cwd":"/home/dev/project","workspace_roots":["/home/dev/project"]}`)
 		case "copilot":
 			input = []byte(`{"sessionId":"s","timestamp":1,"cwd":"/home/dev/project","toolName":"view","toolArgs":{"path":"/home/dev/project/go.mod"}}`)
+		case "opencode":
+			input = []byte(`{"session_id":"s","hook_event_name":"tool.execute.before","tool_name":"read","tool_input":{"filePath":"/x"}}`)
 		default:
 			input = claudeEvent("Read", map[string]any{"file_path": "/home/dev/project/go.mod"})
 		}
 		exit, out, stderr := run(t, f.handler(t, hook.Options{Agent: "claude-code"}), host, input)
 		// Codex refuses "continue": false from a tool hook, and a refused
 		// answer lets the call run: its stop is a plain deny, as is
-		// Copilot CLI's, whose preToolUse has no such field.
-		endsTurn := host.Name() != "codex" && host.Name() != "copilot"
+		// Copilot CLI's, whose preToolUse has no such field, and
+		// opencode's, whose plugin has no way to end the turn.
+		endsTurn := host.Name() != "codex" && host.Name() != "copilot" && host.Name() != "opencode"
 		if exit != 0 || bytes.Contains(out, []byte(`"continue":false`)) != endsTurn || !bytes.Contains(out, []byte("deny")) {
 			t.Errorf("%s: blocked agent: exit %d, %s; want a deny (that ends the turn: %v)", host.Name(), exit, out, endsTurn)
 		}
@@ -411,6 +416,25 @@ func TestWorkdirFromTheHost(t *testing.T) {
 		_, out, _ := run(t, h, hook.ClaudeCode{}, claudeEvent("Write", map[string]any{"file_path": tc.path, "content": "x"}))
 		if d, reason, _ := answerOf(t, out); d != tc.want {
 			t.Errorf("Write %s from cwd /home/dev/project: %s (%s); want %s", tc.path, d, reason, tc.want)
+		}
+	}
+}
+
+func TestClientConfigFiles(t *testing.T) {
+	got := hook.ClientConfigFiles("/h", "/p", "/c", "/u")
+	for _, want := range []string{
+		"/h/.claude/settings.json", "/p/.claude/settings.json", "/p/.claude/settings.local.json",
+		"/h/.codex/hooks.json", "/p/.codex/config.toml", "/h/.gemini/settings.json", "/p/.gemini/settings.json",
+		"/h/.cursor/hooks.json", "/p/.cursor/mcp.json", "/h/.copilot/hooks", "/p/.github/hooks",
+		"/h/.claude.json", "/c/.claude.json", "/p/.mcp.json", "/u/Claude/claude_desktop_config.json",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("ClientConfigFiles leaves out %s: %v", want, got)
+		}
+	}
+	for _, f := range hook.ClientConfigFiles("", "/p", "", "") {
+		if !strings.HasPrefix(f, "/p/") {
+			t.Errorf("with no home, config dir or user config dir: %s; want only the project's files", f)
 		}
 	}
 }

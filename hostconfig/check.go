@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +37,7 @@ const (
 type Finding struct {
 	Client  Client
 	File    string // the configuration file it is about
+	Server  string // the MCP server of File it is about ("" for the file or the client as a whole)
 	Status  Status
 	Why     []string // what was found, in order
 	Fix     string   // the command that fixes it, when not protected
@@ -87,6 +87,10 @@ func probeEvent(client Client, dir string) []byte {
 		"tool_input":      map[string]any{"command": "true"},
 	}
 	switch client {
+	case OpenCode:
+		ev = map[string]any{"hook_event_name": "tool.execute.before", "session_id": ProbeSession,
+			"tool_use_id": "portcullis-doctor", "tool_name": "bash", "cwd": dir,
+			"tool_input": map[string]any{"command": "true", "description": "Portcullis doctor's probe"}}
 	case Gemini:
 		ev["hook_event_name"], ev["tool_name"] = "BeforeTool", "run_shell_command"
 		ev["timestamp"] = "2026-01-01T00:00:00Z"
@@ -113,10 +117,32 @@ func probeEvent(client Client, dir string) []byte {
 // Check finds each client in only (every client when empty) that is
 // installed for the user or in project (when not empty) and reports
 // whether it is protected. A hook is probed through the exact command its
-// settings hold, with probe (ShellProbe when nil).
+// settings hold, with probe (ShellProbe when nil); an MCP server behind
+// the wrapper is probed with ProbeMCPServer.
 func (e Env) Check(ctx context.Context, project string, only []Client, probe Probe) []Finding {
+	return e.CheckWith(ctx, project, only, Probes{Hook: probe})
+}
+
+// Probes are how Check runs what it finds; a nil field is the real one.
+type Probes struct {
+	Hook Probe    // a hook command (ShellProbe)
+	MCP  MCPProbe // an MCP server entry (ProbeMCPServer)
+	// Project lets MCP probes start the servers a project's own files
+	// define (.mcp.json, .cursor/mcp.json, .gemini/settings.json). Those
+	// files come with the project — a cloned repository can name any
+	// command in them — and the clients ask before running them; without
+	// Project such a server's entry is only read.
+	Project bool
+}
+
+// CheckWith is Check with the probes given.
+func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Probes) []Finding {
+	probe := p.Hook
 	if probe == nil {
 		probe = ShellProbe
+	}
+	if p.MCP == nil {
+		p.MCP = ProbeMCPServer
 	}
 	if len(only) == 0 {
 		only = Clients
@@ -133,20 +159,26 @@ func (e Env) Check(ctx context.Context, project string, only []Client, probe Pro
 			if project != "" {
 				files = append(files, filepath.Join(project, ".claude", "settings.json"), filepath.Join(project, ".claude", "settings.local.json"))
 			}
-			out = append(out, e.checkHooks(ctx, c, files, []string{"PreToolUse", "PermissionRequest"}, filepath.Join(e.Home, ".claude"), dir, probe)...)
+			hooks := e.checkHooks(ctx, c, files, []string{"PreToolUse", "PermissionRequest"}, filepath.Join(e.Home, ".claude"), dir, probe)
+			out = append(out, hooks...)
+			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p)...)
 		case Gemini:
 			files := []string{filepath.Join(e.Home, ".gemini", "settings.json")}
 			if project != "" {
 				files = append(files, filepath.Join(project, ".gemini", "settings.json"))
 			}
-			out = append(out, e.checkHooks(ctx, c, files, []string{"BeforeTool"}, filepath.Join(e.Home, ".gemini"), dir, probe)...)
+			hooks := e.checkHooks(ctx, c, files, []string{"BeforeTool"}, filepath.Join(e.Home, ".gemini"), dir, probe)
+			out = append(out, hooks...)
+			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p)...)
 		case Codex:
 			out = append(out, e.checkHooks(ctx, c, []string{filepath.Join(e.CodexHome, "hooks.json")}, []string{"PreToolUse"}, e.CodexHome, dir, probe)...)
+		case OpenCode:
+			out = append(out, e.checkOpenCode(ctx, project, dir, probe)...)
 		case ClaudeDesktop:
 			if e.ConfigDir == "" {
 				continue
 			}
-			out = append(out, e.checkMCP(c, []string{filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")}, "")...)
+			out = append(out, e.checkMCP(ctx, c, []string{filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")}, "", dir, p)...)
 		case Cursor:
 			files := []string{filepath.Join(e.Home, ".cursor", "mcp.json")}
 			if project != "" {
@@ -161,7 +193,7 @@ func (e Env) Check(ctx context.Context, project string, only []Client, probe Pro
 			if len(hf) > 0 {
 				home = "" // Cursor is configured: its hooks were checked
 			}
-			out = append(out, e.checkMCP(c, files, home)...)
+			out = append(out, e.checkMCP(ctx, c, files, home, dir, p)...)
 			out = append(out, hf...)
 		case Copilot:
 			out = append(out, e.checkCopilotHooks(ctx, project, dir, probe)...)
@@ -245,8 +277,14 @@ func (e Env) fixInit(c Client, file string) string {
 		return "portcullis init " + string(c)
 	}
 	project := projectOf(file)
-	if c == Copilot {
+	switch c {
+	case Copilot:
 		project = filepath.Dir(project) // <project>/.github/hooks/<file>
+	case OpenCode:
+		if within(file, e.openCodeDir()) {
+			return "portcullis init " + string(c)
+		}
+		project = filepath.Dir(project) // <project>/.opencode/plugin/portcullis.js
 	}
 	return fmt.Sprintf("portcullis init %s --project --dir %s", c, project)
 }
@@ -289,8 +327,9 @@ func (e Env) checkHookCommand(ctx context.Context, c Client, file, command, dir 
 	switch {
 	case err != nil:
 		f.worsen(NotProtected, fmt.Sprintf("the probe could not run the command: %v", err), fix)
-	case exit == 2:
-		f.worsen(Refusing, fmt.Sprintf("the hook refused the probe (exit status 2): %s", msg), fix)
+	case exit == 2 || (exit > 0 && c == OpenCode):
+		// Portcullis's opencode plugin blocks the call on any failure.
+		f.worsen(Refusing, fmt.Sprintf("the hook refused the probe (exit status %d): %s", exit, msg), fix)
 	case exit != 0:
 		f.worsen(NotProtected, fmt.Sprintf("the hook failed with exit status %d, which %s takes as a non-blocking error and runs the call: %s", exit, c, msg), fix)
 	default:
@@ -370,7 +409,7 @@ func probeAnswer(c Client, stdout []byte) (string, error) {
 			return "", errors.New("no permission decision")
 		}
 		return *d, nil
-	case Gemini:
+	case Gemini, OpenCode:
 		if out.Decision != "allow" && out.Decision != "deny" {
 			return "", fmt.Errorf("decision %q", out.Decision)
 		}
@@ -442,69 +481,6 @@ func (e Env) checkCodexTrust(f *Finding, hooksJSON []byte, event string, group, 
 	default:
 		f.Why = append(f.Why, "Codex trusts the hook ("+configPath+")")
 	}
-}
-
-// checkMCP reports on an MCP client's configuration files: every server
-// must run behind `portcullis mcp`.
-func (e Env) checkMCP(c Client, files []string, home string) []Finding {
-	var out []Finding
-	for _, file := range unique(files) {
-		data, err := os.ReadFile(file)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			out = append(out, Finding{Client: c, File: file, Status: NotProtected, Why: []string{err.Error()}})
-			continue
-		}
-		var cfg struct {
-			MCPServers map[string]struct {
-				Command string   `json:"command"`
-				Args    []string `json:"args"`
-				URL     string   `json:"url"`
-			} `json:"mcpServers"`
-		}
-		if err := json.Unmarshal(data, &cfg); err != nil {
-			out = append(out, Finding{Client: c, File: file, Status: NotProtected, Why: []string{fmt.Sprintf("not valid JSON: %v", err)}, Fix: "fix the file by hand (a backup may be beside it, .bak)"})
-			continue
-		}
-		f := Finding{Client: c, File: file, Status: Protected}
-		fix := e.fixInit(c, file)
-		if len(cfg.MCPServers) == 0 {
-			f.Why = append(f.Why, "no MCP servers configured")
-		}
-		for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
-			s := cfg.MCPServers[name]
-			server, prefix, ok := wrapped(s.Command, s.Args)
-			switch {
-			case s.Command == "":
-				f.worsen(NotProtected, fmt.Sprintf("server %q is remote (%s): it bypasses the wrapper", name, s.URL), "put it behind portcullis serve (docs/INTEGRATIONS.md)")
-			case !ok:
-				f.worsen(NotProtected, fmt.Sprintf("server %q runs %s directly: it bypasses the wrapper", name, s.Command), fix)
-			case len(server) == 0:
-				f.worsen(NotProtected, fmt.Sprintf("server %q runs the wrapper with no server after --", name), fix)
-			default:
-				words := append([]string{s.Command}, prefix...)
-				before := len(f.Why)
-				e.checkBinaryAndPolicy(&f, s.Command, words, fix)
-				if !slices.Contains(prefix, "--policy") {
-					f.DefaultPolicy = true
-				}
-				if len(f.Why) == before {
-					f.Why = append(f.Why, fmt.Sprintf("server %q runs behind the wrapper", name))
-				}
-			}
-		}
-		if f.Command == "" && len(cfg.MCPServers) > 0 {
-			f.Command = "portcullis mcp"
-		}
-		out = append(out, f)
-	}
-	if len(out) == 0 && home != "" && exists(home) {
-		out = append(out, Finding{Client: c, File: home, Status: NotProtected,
-			Why: []string{fmt.Sprintf("%s is installed and has no MCP configuration to check", c)}, Fix: e.fixInit(c, "")})
-	}
-	return out
 }
 
 // unique returns the files without repeats (a project that is the home

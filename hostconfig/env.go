@@ -14,10 +14,10 @@ import (
 // Client names an agent whose configuration this package knows.
 type Client string
 
-// The clients: four run Portcullis as a hook, Claude Desktop runs MCP
-// servers that Portcullis wraps, and Cursor both (its MCP servers behind
-// the wrapper, its shell commands, MCP calls and file reads through its
-// hooks.json).
+// The clients: five run Portcullis as a hook (opencode through a plugin),
+// Claude Desktop runs MCP servers that Portcullis wraps, and Cursor both
+// (its MCP servers behind the wrapper, its shell commands, MCP calls and
+// file reads through its hooks.json).
 const (
 	ClaudeCode    Client = "claude-code"
 	Codex         Client = "codex"
@@ -25,14 +25,17 @@ const (
 	ClaudeDesktop Client = "claude-desktop"
 	Cursor        Client = "cursor"
 	Copilot       Client = "copilot"
+	OpenCode      Client = "opencode"
 )
 
 // Clients lists every client, in the order doctor reports them.
-var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor, Copilot}
+var Clients = []Client{ClaudeCode, Codex, Gemini, ClaudeDesktop, Cursor, Copilot, OpenCode}
 
 // Hooked reports whether the client runs Portcullis as a tool hook only
 // (init installs its hook; the others' MCP servers are wrapped).
-func (c Client) Hooked() bool { return c == ClaudeCode || c == Codex || c == Gemini || c == Copilot }
+func (c Client) Hooked() bool {
+	return c == ClaudeCode || c == Codex || c == Gemini || c == Copilot || c == OpenCode
+}
 
 // HookInstallable reports whether Portcullis can be installed as the
 // client's tool hook (hook install): the hooked clients, and Cursor.
@@ -58,6 +61,9 @@ type Env struct {
 	// CopilotHome is GitHub Copilot CLI's home: $COPILOT_HOME, else
 	// Home/.copilot (when empty).
 	CopilotHome string
+	// OpenCodeDir is opencode's configuration directory:
+	// $XDG_CONFIG_HOME/opencode, else (also when empty) Home/.config/opencode.
+	OpenCodeDir string
 	GoCache     string   // the Go build cache: $GOCACHE, else the user cache directory's go-build
 	TempDirs    []string // temporary directories: a command there does not last
 }
@@ -82,6 +88,9 @@ func FromOS() (Env, error) {
 		if e.CopilotHome, err = filepath.Abs(h); err != nil {
 			return Env{}, err
 		}
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		e.OpenCodeDir = filepath.Join(x, "opencode")
 	}
 	e.GoCache = os.Getenv("GOCACHE")
 	if e.GoCache == "" || e.GoCache == "off" {

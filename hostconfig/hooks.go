@@ -90,6 +90,10 @@ func (e Env) SettingsFile(client Client, scope Scope, project string) (string, e
 		return filepath.Join(e.CodexHome, "hooks.json"), nil
 	case client == Codex:
 		return "", errors.New("hooks for Codex are installed for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: a project install does not apply")
+	case client == OpenCode && scope == UserScope:
+		return filepath.Join(e.openCodeDir(), "plugin", OpenCodePluginName), nil
+	case client == OpenCode:
+		return filepath.Join(project, ".opencode", "plugin", OpenCodePluginName), nil
 	case client == ClaudeDesktop && scope == UserScope:
 		return filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json"), nil
 	case client == ClaudeDesktop:
@@ -123,12 +127,12 @@ func (e Env) HookFile(client Client, scope Scope, project string) (string, error
 // InstallHook merges the hook into the client's settings: Claude Code's
 // PreToolUse hook for every tool, Gemini CLI's BeforeTool hook, Codex's
 // PreToolUse and PermissionRequest hooks with their trust entries,
-// Cursor's blocking hooks (installCursor) or Copilot CLI's preToolUse
-// hook (installCopilot). Other
-// settings and hooks keep their place; an existing Portcullis hook is
-// replaced in place, so installing again changes nothing; the previous
-// file is kept as <file>.bak. A file that is not a JSON object is left
-// alone and the install fails.
+// Cursor's blocking hooks (installCursor), Copilot CLI's preToolUse
+// hook (installCopilot) or opencode's plugin (installOpenCode: a file of
+// its own, replaced whole). Other settings and hooks keep their place; an
+// existing Portcullis hook is replaced in place, so installing again
+// changes nothing; the previous file is kept as <file>.bak. A file that is
+// not a JSON object is left alone and the install fails.
 func (e Env) InstallHook(h Hook) (Installed, error) {
 	if !h.Client.HookInstallable() {
 		return Installed{}, fmt.Errorf("%s runs MCP servers, not hooks: wrap its servers instead", h.Client)
@@ -159,6 +163,8 @@ func (e Env) InstallHook(h Hook) (Installed, error) {
 		return installCursor(path, command, exe, timeout)
 	case Copilot:
 		return installCopilot(path, command, exe, timeout)
+	case OpenCode:
+		return e.installOpenCode(path, h, command, timeout)
 	}
 	old, mode, err := readForUpdate(path)
 	if err != nil {

@@ -450,17 +450,19 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Gemini with no hook: %+v", f)
 	}
 
-	// Claude Desktop: one server wrapped, then one that bypasses it.
+	// Claude Desktop: a server that bypasses the wrapper, then the same
+	// server wrapped by a binary that does not speak MCP: the probe finds
+	// no server answering (a real wrapper answers: TestCheckMCPServers).
 	desktop := filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")
 	writeFile(t, desktop, `{"mcpServers": {"fs": {"command": "npx", "args": ["server-filesystem"]}}}`, 0o644)
-	if f := find(hostconfig.ClaudeDesktop); f.Status != hostconfig.NotProtected || !strings.Contains(strings.Join(f.Why, "\n"), "bypasses the wrapper") || f.Fix != "portcullis init claude-desktop" {
+	if f := find(hostconfig.ClaudeDesktop); f.Status != hostconfig.NotProtected || f.Server != "fs" || !strings.Contains(strings.Join(f.Why, "\n"), "bypassing the wrapper") || f.Fix != "portcullis init mcp --name fs --client claude-desktop -- npx server-filesystem" {
 		t.Errorf("bypassing server: %+v", f)
 	}
 	if _, err := e.WrapMCP(hostconfig.Wrap{Client: hostconfig.ClaudeDesktop, Prefix: hostconfig.WrapperPrefix(e.bin, e.policy, "claude-desktop")}); err != nil {
 		t.Fatal(err)
 	}
-	if f := find(hostconfig.ClaudeDesktop); f.Status != hostconfig.Protected {
-		t.Errorf("wrapped server: %+v", f)
+	if f := find(hostconfig.ClaudeDesktop); f.Status != hostconfig.NotProtected || !strings.Contains(strings.Join(f.Why, "\n"), "did not answer") {
+		t.Errorf("wrapped server that does not answer: %+v", f)
 	}
 	// Nothing installed: nothing found.
 	if fs := (hostconfig.Env{Home: t.TempDir(), CodexHome: filepath.Join(t.TempDir(), "none")}).Check(ctx, "", nil, nil); len(fs) != 0 {

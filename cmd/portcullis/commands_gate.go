@@ -34,7 +34,7 @@ type hookOptions struct {
 func newHookCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hook HOST [flags] < event.json",
-		Short: "A host's tool hook (claude-code, codex, gemini, cursor, copilot): the event on stdin, the answer on stdout",
+		Short: "A host's tool hook (" + hook.HostNames() + "): the event on stdin, the answer on stdout",
 		Long: `A host's tool hook: the host's event on stdin, decided, the answer on stdout in
 the host's format. HOST is ` + hook.HostNames() + `; hook install adds the hook to a
 host's settings.`,

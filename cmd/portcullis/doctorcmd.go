@@ -15,7 +15,7 @@ import (
 // newDoctorCmd is `portcullis doctor`: is each installed client protected?
 func newDoctorCmd() *cobra.Command {
 	var dir string
-	var asJSON bool
+	var asJSON, trustProject bool
 	c := &cobra.Command{
 		Use:   "doctor [CLIENT...]",
 		Short: "Check that Portcullis is in front of each installed agent client (exit 1 when one is not protected)",
@@ -23,10 +23,20 @@ func newDoctorCmd() *cobra.Command {
 Codex (hooks and their trust), Gemini CLI, Claude Desktop and Cursor (MCP
 servers), Cursor's hooks.json (a misspelled hook name, a blocking hook
 without Portcullis), GitHub Copilot CLI (its hooks, and its trust in a
-repository's) — and say whether Portcullis is in front of it: protected, refusing
+repository's), opencode (Portcullis's plugin, unchanged since it was
+written) — and say whether Portcullis is in front of it: protected, refusing
 every call, or not protected, why, and the command that fixes it. A hook is
 probed through the exact command its settings hold, with a harmless event
 (the shell command "true", decided and audited, never run).
+
+Each MCP server of each client's configuration (Claude Code's ~/.claude.json
+and the project's .mcp.json, Gemini CLI's settings, Claude Desktop, Cursor)
+is checked too: one behind portcullis mcp is started as the client would
+start it (same command, arguments and env) and must answer the MCP handshake
+and list its tools through the gate; one that is not is not protected,
+unless a Portcullis hook of the same client (Claude Code, Gemini CLI)
+decides its calls. Servers that a project's own files define are started
+only with --trust-project: a cloned repository can name any command there.
 
 Exit status: 0 when everything found is protected (or nothing is installed),
 1 when something is not, 2 on bad input.`,
@@ -46,11 +56,12 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 				c, _ := hostconfig.ClientNamed(a)
 				only = append(only, c)
 			}
-			return doctorReport(cmd.Context(), cmd.OutOrStdout(), env, project, only, asJSON)
+			return doctorReportWith(cmd.Context(), cmd.OutOrStdout(), env, project, only, asJSON, hostconfig.Probes{Project: trustProject})
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "the project `directory` whose settings are checked too (default: the current one)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as one JSON array")
+	c.Flags().BoolVar(&trustProject, "trust-project", false, "start the MCP servers the project's own files define (.mcp.json, .cursor/mcp.json, .gemini/settings.json) to probe them too")
 	return c
 }
 
@@ -66,6 +77,7 @@ func clientNames() []string {
 type doctorFinding struct {
 	Client        string   `json:"client"`
 	File          string   `json:"file"`
+	Server        string   `json:"server,omitempty"`
 	Status        string   `json:"status"`
 	Why           []string `json:"why"`
 	Fix           string   `json:"fix,omitempty"`
@@ -76,7 +88,12 @@ type doctorFinding struct {
 // doctorReport checks the clients and prints what it found; an error
 // with exit status 1 when anything found is not protected.
 func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project string, only []hostconfig.Client, asJSON bool) error {
-	findings := env.Check(ctx, project, only, nil)
+	return doctorReportWith(ctx, w, env, project, only, asJSON, hostconfig.Probes{})
+}
+
+// doctorReportWith is doctorReport with the probes given.
+func doctorReportWith(ctx context.Context, w io.Writer, env hostconfig.Env, project string, only []hostconfig.Client, asJSON bool, probes hostconfig.Probes) error {
+	findings := env.CheckWith(ctx, project, only, probes)
 	bad := 0
 	for _, f := range findings {
 		if f.Status != hostconfig.Protected {
@@ -86,7 +103,7 @@ func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project 
 	if asJSON {
 		out := make([]doctorFinding, 0, len(findings))
 		for _, f := range findings {
-			out = append(out, doctorFinding{string(f.Client), f.File, string(f.Status), f.Why, f.Fix, f.Command, f.DefaultPolicy})
+			out = append(out, doctorFinding{string(f.Client), f.File, f.Server, string(f.Status), f.Why, f.Fix, f.Command, f.DefaultPolicy})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -111,6 +128,9 @@ func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project 
 				status = strings.ToUpper(status)
 			}
 			fmt.Fprintf(w, "  %s (%s): %s\n", f.Client, f.File, status)
+			if f.Server != "" {
+				fmt.Fprintf(w, "    MCP server: %s\n", f.Server)
+			}
 			if f.Command != "" {
 				fmt.Fprintf(w, "    runs: %s\n", f.Command)
 			}

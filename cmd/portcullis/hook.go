@@ -168,6 +168,16 @@ func hostConfigFiles(host hook.Host) []string {
 	if h := os.Getenv("COPILOT_HOME"); h != "" && host.Name() == (hook.Copilot{}).Name() {
 		out = append(out, h) // Copilot CLI's hooks and the folders it trusts
 	}
+	if host.Name() == (hook.OpenCode{}).Name() {
+		// opencode also reads its configuration and plugins from
+		// $XDG_CONFIG_HOME/opencode and from $OPENCODE_CONFIG_DIR.
+		if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+			out = append(out, filepath.Join(x, "opencode"))
+		}
+		if d := os.Getenv("OPENCODE_CONFIG_DIR"); filepath.IsAbs(d) {
+			out = append(out, d)
+		}
+	}
 	return out
 }
 

@@ -14,16 +14,16 @@ import (
 
 // newHookInstallCmd is `portcullis hook install CLIENT`: it merges the
 // hook into the client's settings (hostconfig.InstallHook): Claude Code's,
-// Gemini CLI's and Cursor's for the project (the default) or the user,
-// Codex's for the user, with its trust, Copilot CLI's for the user (the
-// default) or the project. It refuses a binary that will not last (the
+// Gemini CLI's, Cursor's and opencode's for the project (the default) or
+// the user, Codex's for the user, with its trust, Copilot CLI's for the
+// user (the default) or the project. It refuses a binary that will not last (the
 // Go build cache, `go run`'s directories, a temporary directory).
 func newHookInstallCmd() *cobra.Command {
 	var project, user, hold bool
 	var dir, policyFlag, state, binary string
 	var deferMCP []string
 	c := &cobra.Command{
-		Use:   "install claude-code|codex|gemini|cursor|copilot --policy FILE",
+		Use:   "install claude-code|codex|gemini|cursor|copilot|opencode --policy FILE",
 		Short: "Add Portcullis's hook to a client's settings (merged, with a backup)",
 		Long: `Merge Portcullis's hook into a client's settings: Claude Code's PreToolUse
 hook (.claude/settings.json of the project, or ~/.claude/settings.json with
@@ -32,13 +32,16 @@ hook (.claude/settings.json of the project, or ~/.claude/settings.json with
 ($CODEX_HOME/hooks.json) with the trust entries Codex needs in config.toml,
 Cursor's beforeShellExecution, beforeMCPExecution, beforeReadFile and
 preToolUse (file writes) hooks, fail-closed (.cursor/hooks.json, or
-~/.cursor/hooks.json), or GitHub Copilot CLI's preToolUse hook
+~/.cursor/hooks.json), GitHub Copilot CLI's preToolUse hook
 ($COPILOT_HOME/hooks/portcullis.json, which Copilot runs in every folder,
 or with --project .github/hooks/portcullis.json, which it runs only in a
-folder you trust). Other settings keep their place, the previous file is kept as .bak, and
+folder you trust), or opencode's plugin (.opencode/plugin/portcullis.js,
+or ~/.config/opencode/plugin/portcullis.js with --user), which runs the
+hook for every tool call and blocks the call unless the hook allows it.
+Other settings keep their place, the previous file is kept as .bak, and
 running it again changes nothing. portcullis init does this and writes a
 starter policy too.`,
-		ValidArgs: []string{"claude-code", "codex", "gemini", "cursor", "copilot"},
+		ValidArgs: []string{"claude-code", "codex", "gemini", "cursor", "copilot", "opencode"},
 		Args:      cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var servers []string
@@ -54,8 +57,8 @@ starter policy too.`,
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&project, "project", false, "install into the project's settings (the default for claude-code, gemini and cursor)")
-	fl.BoolVar(&user, "user", false, "install into the user's settings (~/.claude/settings.json, ~/.gemini/settings.json, ~/.cursor/hooks.json; the default for copilot)")
+	fl.BoolVar(&project, "project", false, "install into the project's settings (the default for claude-code, gemini, cursor and opencode)")
+	fl.BoolVar(&user, "user", false, "install into the user's settings (~/.claude/settings.json, ~/.gemini/settings.json, ~/.cursor/hooks.json, ~/.config/opencode/plugin; the default for copilot)")
 	fl.StringVar(&dir, "dir", "", "the project `directory` (default: the current one)")
 	fl.StringVar(&policyFlag, "policy", "", "policy `file` the hook decides under (default $PORTCULLIS_POLICY)")
 	fl.StringVar(&state, "state", "", "state `directory` the hook uses (default: the hook's own default)")
@@ -68,7 +71,7 @@ starter policy too.`,
 func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, policyFlag, state, binary string, deferMCP []string) error {
 	client, ok := hostconfig.ClientNamed(name)
 	if !ok || !client.HookInstallable() {
-		return usageError("hook install supports claude-code, codex, gemini, cursor and copilot (Claude Desktop runs MCP servers: portcullis init %s)", name)
+		return usageError("hook install supports claude-code, codex, gemini, cursor, copilot and opencode (Claude Desktop runs MCP servers: portcullis init %s)", name)
 	}
 	if project && user {
 		return usageError("--project and --user: choose one")
@@ -126,6 +129,10 @@ func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, p
 		return err
 	}
 	switch {
+	case !res.Changed && client == hostconfig.OpenCode:
+		fmt.Fprintf(stdout, "%s: the Portcullis plugin is already installed\n", res.Files[0])
+	case client == hostconfig.OpenCode:
+		fmt.Fprintf(stdout, "%s: plugin installed: every tool call runs, and is blocked unless it allows it:\n  %s\n", res.Files[0], res.Command)
 	case !res.Changed && client == hostconfig.Codex:
 		fmt.Fprintf(stdout, "%s: the Portcullis hooks are already installed and trusted\n", res.Files[0])
 	case !res.Changed:

@@ -59,7 +59,7 @@ difference instead (--force replaces it, keeping yours as .bak).`,
 			if err := cmd.Usage(); err != nil {
 				return err
 			}
-			return usageError("init needs the client: claude-code, codex, gemini, claude-desktop, cursor, copilot or mcp")
+			return usageError("init needs the client: claude-code, codex, gemini, claude-desktop, cursor, copilot, opencode or mcp")
 		},
 	}
 	for _, client := range hostconfig.Clients {
@@ -76,6 +76,7 @@ var clientTitles = map[hostconfig.Client]string{
 	hostconfig.ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
 	hostconfig.Cursor:        "Cursor: every MCP server behind portcullis mcp",
 	hostconfig.Copilot:       "GitHub Copilot CLI: a preToolUse hook for every tool",
+	hostconfig.OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
 }
 
 func newInitClientCmd(client hostconfig.Client) *cobra.Command {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/notify"
@@ -113,7 +114,8 @@ func runMCP(ctx context.Context, o *mcpOptions, pos []string, stdin io.Reader, s
 	} else {
 		log.Info("calls held for a person are told through "+strings.Join(channels, " and ")+"; answer them with `portcullis approve ID` or `portcullis deny ID`", "channels", len(channels))
 	}
-	opts := append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir))
+	opts := append(obs.gateOptions(), gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir),
+		gate.WithProtectedPaths(clientConfigFiles()...))
 	if n != nil {
 		opts = append(opts, gate.WithNotifier(n))
 	}
@@ -232,4 +234,18 @@ func moduleVersion() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// clientConfigFiles are the clients' configuration files for the user and
+// for the project the wrapper was started in (its client starts it there).
+func clientConfigFiles() []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "" // no home: the project's files only
+	}
+	conf, err := os.UserConfigDir()
+	if err != nil {
+		conf = ""
+	}
+	return hook.ClientConfigFiles(home, workDir(), strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR")), conf)
 }

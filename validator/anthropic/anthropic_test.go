@@ -47,8 +47,12 @@ type fake struct {
 	header http.Header
 	body   string
 	hang   bool
+	// arrived, when set, is closed once a held (hang) request has been
+	// recorded.
+	arrived chan struct{}
 
 	mu       sync.Mutex
+	once     sync.Once
 	requests []*recorded
 }
 
@@ -71,6 +75,9 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.requests = append(f.requests, rec)
 	f.mu.Unlock()
 	if f.hang {
+		if f.arrived != nil {
+			f.once.Do(func() { close(f.arrived) })
+		}
 		<-r.Context().Done()
 		return
 	}
@@ -387,10 +394,11 @@ func TestAskTimeout(t *testing.T) {
 
 func TestAskContextDeadline(t *testing.T) {
 	t.Parallel()
-	m, f := serve(t, &fake{hang: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := m.Ask(ctx, testPrompt())
+	arrived := make(chan struct{})
+	m, f := serve(t, &fake{hang: true, arrived: arrived})
+	// The deadline passes while the server holds the request, however
+	// slow the machine: a timer could fire before the request is sent.
+	_, err := m.Ask(expiresWhen(arrived), testPrompt())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Ask with an expiring context = %v; want context.DeadlineExceeded", err)
 	}
@@ -540,5 +548,21 @@ func TestDefaultBaseURLIsTheProductionAPI(t *testing.T) {
 		}
 	default:
 		t.Fatal("no request was sent")
+	}
+}
+
+// expiresWhen is a context whose deadline passes when done is closed.
+type expiresWhen chan struct{}
+
+func (expiresWhen) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c expiresWhen) Done() <-chan struct{}     { return c }
+func (expiresWhen) Value(any) any               { return nil }
+
+func (c expiresWhen) Err() error {
+	select {
+	case <-c:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
