@@ -38,8 +38,9 @@ var layers = map[string][]string{
 	"loadgen": {"", "client"},
 	// The people's side of approvals and the audit log's readers take
 	// the gate, the store, the client and the witnesses as interfaces of
-	// their own: they import only the root.
-	"approvals": {""},
+	// their own: they import only the root (approvals also the line diff
+	// of the tool definitions it shows).
+	"approvals": {"", "internal/linediff"},
 	"auditlog":  {""},
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
@@ -52,8 +53,11 @@ var layers = map[string][]string{
 	// of this module.
 	"internal/guard":  {},
 	"httpapi":         {"", "internal/guard"},
-	"httpapi/console": {"", "internal/guard"},
-	"mcpgw":           {"", "internal/guard"},
+	"httpapi/console": {"", "internal/guard", "internal/linediff"},
+	// The line diff of tool definitions the console and `portcullis
+	// tools accept` (through approvals) show.
+	"internal/linediff": {},
+	"mcpgw":             {"", "internal/guard"},
 	// The shell gate behind `portcullis exec` sees the gate as a Decider
 	// and a Holder, as the hook does.
 	"shellgate": {""},

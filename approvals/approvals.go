@@ -3,11 +3,15 @@
 // or deny one, watch them arrive and be answered, list and revoke grants.
 // It works the same through a running gateway's approvals API (a
 // *client.Client is a Service) and on the store directly (Local), so a
-// command that serves people does not care which it has.
+// command that serves people does not care which it has. It writes
+// requests and grants as the commands show them (text.go), and the pinned
+// MCP tools with the change a person accepts (tools.go). Blocks clears
+// the danger-zone blocks of agents, each audited with who cleared it.
 //
 // It decides nothing itself: answers go through the gate (or the
 // gateway's), which records each with its grant and an audit row naming
-// who answered. It imports only the root package.
+// who answered; a cleared block, which the gate does not audit, Blocks
+// records itself. It imports only the root package and the line diff.
 package approvals
 
 import (

@@ -3,7 +3,8 @@
 // rows as decision logs (Export), verifies the chain against the signed
 // checkpoint of a pruned prefix and against heads kept outside the log
 // (Verify), and prunes behind a signed checkpoint (Prune). It signs
-// checkpoints and published heads with the audit key.
+// checkpoints and published heads with the audit key, and writes rows and
+// what Verify found as the audit commands show them (text.go).
 //
 // It never writes an audit row and is never on the decision path. It
 // imports only the root package; the stores, the witnesses and the key

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/portcullis/portcullis"
@@ -170,9 +167,9 @@ func runApprovals(ctx context.Context, o *approvalsOptions, pos []string, stdout
 			return peopleError(err)
 		}
 		if o.json {
-			return writeJSONLine(stdout, a)
+			return approvals.WriteJSONLines(stdout, []portcullis.Approval{a})
 		}
-		return showApproval(stdout, a)
+		return approvals.WriteDetail(stdout, a)
 	}
 	if o.watch {
 		f.Status = portcullis.ApprovalPending
@@ -183,12 +180,7 @@ func runApprovals(ctx context.Context, o *approvalsOptions, pos []string, stdout
 		return peopleError(err)
 	}
 	if o.json {
-		for _, a := range list {
-			if err := writeJSONLine(stdout, a); err != nil {
-				return err
-			}
-		}
-		return nil
+		return approvals.WriteJSONLines(stdout, list)
 	}
 	if len(list) == 0 {
 		what := "approval requests"
@@ -198,104 +190,19 @@ func runApprovals(ctx context.Context, o *approvalsOptions, pos []string, stdout
 		fmt.Fprintf(stdout, "no %s\n", what)
 		return nil
 	}
-	return approvalTable(stdout, list)
-}
-
-func writeJSONLine(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-func approvalTable(w io.Writer, list []portcullis.Approval) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tAGE\tAGENT\tSESSION\tLEVEL\tREQUEST")
-	now := time.Now()
-	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Status, age(now.Sub(a.CreatedAt)), dash(a.Call.Agent), dash(a.Call.Session), a.Level, oneLine(a.Reason, 70))
-	}
-	return tw.Flush()
-}
-
-// showApproval prints one request in full: what a person needs to answer.
-func showApproval(w io.Writer, a portcullis.Approval) error {
-	args, err := json.MarshalIndent(a.Call.Args, "  ", "  ")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "approval %s: %s\n", a.ID, a.Status)
-	fmt.Fprintf(w, "  request:  %s\n", a.Reason)
-	fmt.Fprintf(w, "  tool:     %s (%s)\n", a.Tool, a.Level)
-	fmt.Fprintf(w, "  agent:    %s\n  session:  %s\n", dash(a.Call.Agent), dash(a.Call.Session))
-	fmt.Fprintf(w, "  decision: %s\n", a.DecisionID)
-	fmt.Fprintf(w, "  asked:    %s\n", a.CreatedAt.Local().Format(time.RFC3339))
-	if !a.ExpiresAt.IsZero() && a.Status == portcullis.ApprovalPending {
-		fmt.Fprintf(w, "  expires:  %s\n", a.ExpiresAt.Local().Format(time.RFC3339))
-	}
-	if a.DecidedBy != "" {
-		fmt.Fprintf(w, "  answered: %s by %s\n", a.DecidedAt.Local().Format(time.RFC3339), a.DecidedBy)
-	}
-	if a.DenyReason != "" {
-		fmt.Fprintf(w, "  reason:   %s\n", a.DenyReason)
-	}
-	fmt.Fprintf(w, "  args:     %s\n", args)
-	if a.Status == portcullis.ApprovalPending {
-		session := ""
-		if a.Level == portcullis.ConfirmSession {
-			session = " [--session]"
-		}
-		fmt.Fprintf(w, "answer: portcullis approve %s%s | portcullis deny %s --reason TEXT\n", a.ID, session, a.ID)
-	}
-	return nil
+	return approvals.WriteTable(stdout, list, time.Now())
 }
 
 // watchApprovals prints the pending requests, then each new one as it
 // arrives and each answer as it is given, until ctx ends.
 func watchApprovals(ctx context.Context, p approvals.Service, f portcullis.ApprovalFilter, every time.Duration, asJSON bool, stdout io.Writer) error {
 	err := approvals.Watch(ctx, p, f, every, func(r approvals.Round) error {
-		for _, a := range r.Arrived {
-			if asJSON {
-				if err := writeJSONLine(stdout, a); err != nil {
-					return err
-				}
-				continue
-			}
-			fmt.Fprintf(stdout, "%s  %s  %s  agent %s, session %s, %s\n", time.Now().Format(time.TimeOnly), a.ID, oneLine(a.Reason, 70), dash(a.Call.Agent), dash(a.Call.Session), a.Level)
-		}
-		if r.First && len(r.Arrived) == 0 && !asJSON {
-			fmt.Fprintln(stdout, "no pending approval requests; watching (Ctrl-C to stop)")
-		}
-		for _, a := range r.Answered {
-			if asJSON {
-				if err := writeJSONLine(stdout, a); err != nil {
-					return err
-				}
-				continue
-			}
-			by := ""
-			if a.DecidedBy != "" {
-				by = " by " + a.DecidedBy
-			}
-			fmt.Fprintf(stdout, "%s  %s  %s%s\n", time.Now().Format(time.TimeOnly), a.ID, a.Status, by)
-		}
-		return nil
+		return approvals.WriteRound(stdout, r, time.Now(), asJSON)
 	})
 	if err != nil {
 		return peopleError(err)
 	}
 	return nil
-}
-
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(int(d.Seconds()), 0))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // runApprove approves a pending request, once or for the session.
@@ -313,12 +220,7 @@ func runApprove(ctx context.Context, o *approveOptions, pos []string, stdout, st
 	if err != nil {
 		return peopleError(err)
 	}
-	how := "once"
-	if o.session {
-		how = "for session " + dash(a.Call.Session)
-	}
-	fmt.Fprintf(stdout, "approved %s %s: %s (agent %s)\n", a.ID, how, oneLine(a.Reason, 80), dash(a.Call.Agent))
-	return nil
+	return approvals.WriteAnswer(stdout, a, o.session)
 }
 
 // runDeny denies a pending request with a reason the agent will see.
@@ -339,8 +241,7 @@ func runDeny(ctx context.Context, o *denyOptions, pos []string, stdout, stderr i
 	if err != nil {
 		return peopleError(err)
 	}
-	fmt.Fprintf(stdout, "denied %s: %s (agent %s)\n", a.ID, oneLine(a.Reason, 80), dash(a.Call.Agent))
-	return nil
+	return approvals.WriteAnswer(stdout, a, false)
 }
 
 // runGrants lists the live grants, or revokes some.
@@ -387,29 +288,11 @@ func runGrants(ctx context.Context, o *grantsOptions, pos []string, stdout, stde
 		return peopleError(err)
 	}
 	if o.json {
-		for _, g := range list {
-			if err := writeJSONLine(stdout, g); err != nil {
-				return err
-			}
-		}
-		return nil
+		return approvals.WriteJSONLines(stdout, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stdout, "no grants")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tTOOL\tSESSION\tBY\tEXPIRES")
-	for _, g := range list {
-		expires := "never"
-		if !g.ExpiresAt.IsZero() {
-			expires = g.ExpiresAt.Local().Format(time.RFC3339)
-		}
-		tool := g.Tool
-		if g.ElementType != "" {
-			tool += " (" + g.ElementType + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Kind, tool, dash(g.Session), dash(g.GrantedBy), expires)
-	}
-	return tw.Flush()
+	return approvals.WriteGrants(stdout, list)
 }

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/portcullis/portcullis"
@@ -99,55 +96,9 @@ func runAuditQuery(ctx context.Context, o *auditQueryOptions, pos []string, stdo
 
 func printRecords(w io.Writer, recs []portcullis.AuditRecord, asJSON bool) error {
 	if asJSON {
-		for _, r := range recs {
-			if _, err := fmt.Fprintf(w, "%s\n", r.Body); err != nil {
-				return err
-			}
-		}
-		return nil
+		return auditlog.WriteJSON(w, recs)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tOUTCOME\tLEVEL\tTOOL\tSESSION\tAGENT\tCODE\tDETAIL")
-	for _, r := range recs {
-		ev, err := r.Event()
-		if err != nil {
-			return err
-		}
-		level, code, detail := "", "", ev.Detail
-		if d := ev.Decision; d != nil {
-			if d.PermissionLevel.Valid() {
-				level = d.PermissionLevel.String()
-			}
-			code = string(d.Code)
-			if detail == "" {
-				detail = d.Reason
-			}
-		}
-		outcome := string(ev.Outcome)
-		if ev.Kind != portcullis.AuditDecision {
-			outcome = string(ev.Kind)
-			if ev.Actor != "" {
-				detail = ev.Actor + ": " + detail
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, ev.Time.UTC().Format(time.RFC3339), dash(outcome), dash(level), dash(ev.Tool), dash(ev.Session), dash(ev.Agent), dash(code), oneLine(detail, 100))
-	}
-	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > max {
-		return s[:max-1] + "…"
-	}
-	return s
+	return auditlog.WriteTable(w, recs)
 }
 
 func runAuditTail(ctx context.Context, o *auditTailOptions, pos []string, stdout, stderr io.Writer) error {
@@ -177,19 +128,8 @@ func runAuditTail(ctx context.Context, o *auditTailOptions, pos []string, stdout
 		if o.json {
 			return printRecords(stdout, recs, true)
 		}
-		return printRows(stdout, recs)
+		return auditlog.WriteRows(stdout, recs)
 	})
-}
-
-// printRows prints table rows without the header, for -f.
-func printRows(w io.Writer, recs []portcullis.AuditRecord) error {
-	var b strings.Builder
-	if err := printRecords(&b, recs, false); err != nil {
-		return err
-	}
-	_, rows, _ := strings.Cut(b.String(), "\n")
-	_, err := io.WriteString(w, rows)
-	return err
 }
 
 // anchorFlag collects --expect SEQ:HASH heads.
@@ -200,12 +140,11 @@ func (a *anchorFlag) String() string { return fmt.Sprint(len(*a)) }
 func (a *anchorFlag) Type() string { return "anchor" }
 
 func (a *anchorFlag) Set(v string) error {
-	seq, hash, ok := strings.Cut(v, ":")
-	n, err := strconv.ParseInt(seq, 10, 64)
-	if !ok || err != nil || n < 0 || !strings.HasPrefix(hash, "sha256:") {
-		return fmt.Errorf("%q: want SEQ:HASH, a row's sequence number and its hash, e.g. 42:sha256:ab12… (as audit verify prints them)", v)
+	anchor, err := auditlog.ParseAnchor(v, "--expect "+v)
+	if err != nil {
+		return err
 	}
-	*a = append(*a, portcullis.AuditAnchor{Seq: n, Hash: hash, From: "--expect " + v})
+	*a = append(*a, anchor)
 	return nil
 }
 
@@ -251,15 +190,7 @@ func runAuditVerify(ctx context.Context, o *auditVerifyOptions, pos []string, st
 			return err
 		}
 	} else if v.OK() {
-		from := "the start"
-		if cp != nil {
-			from = fmt.Sprintf("the signed checkpoint at row %d", cp.Seq)
-		}
-		kept := ""
-		if rep.Kept > 0 {
-			kept = fmt.Sprintf("; %d of %d kept heads matched", v.Anchors, rep.Kept)
-		}
-		fmt.Fprintf(stdout, "ok: %s verified from %s; head %d:%s (keep it to check later with --expect)%s\n", plural(v.Rows, "row"), from, rep.Head(), v.HeadHash, kept)
+		fmt.Fprintln(stdout, rep.Summary())
 	}
 	if !v.OK() {
 		return &exitError{code: 1, msg: fmt.Sprintf("audit log does not verify: row %d: %s", v.BadSeq, v.Problem)}

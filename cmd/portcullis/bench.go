@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +43,7 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 	default:
 		return usageError("--via %q: want api, mcp or both", o.via)
 	}
-	if cfg.Mix, err = parseMix(o.mix); err != nil {
+	if cfg.Mix, err = loadgen.ParseMix(o.mix); err != nil {
 		return usageError("--mix: %v", err)
 	}
 	if cfg.Mix[loadgen.Shell] > 0 && o.shell == "" {
@@ -70,7 +69,7 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 	}
 	if o.gatewayPID > 0 {
 		p := o.gatewayPID
-		cfg.Sample = func() (int64, bool) { return processRSS(p) }
+		cfg.Sample = func() (int64, bool) { return loadgen.ProcessRSS(p) }
 	}
 	rep, err := loadgen.Run(ctx, cfg)
 	if err != nil {
@@ -113,32 +112,6 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// parseMix reads "read=60,write=15,deny=15,shell=10".
-func parseMix(s string) (map[loadgen.Kind]int, error) {
-	out := map[loadgen.Kind]int{}
-	for part := range strings.SplitSeq(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil || n < 0 {
-			return nil, fmt.Errorf("%q: want kind=weight, e.g. read=60", part)
-		}
-		kind := loadgen.Kind(k)
-		known := false
-		for _, kk := range loadgen.Kinds {
-			known = known || kk == kind
-		}
-		if !known {
-			return nil, fmt.Errorf("unknown kind %q (want read, write, deny or shell)", k)
-		}
-		out[kind] = n
-	}
-	return out, nil
-}
-
 func benchToken(file string) (string, error) {
 	if file == "" {
 		if t := strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT_TOKEN")); t != "" {
@@ -174,19 +147,4 @@ func benchHumanToken(sf *stateFlags, file string) (string, error) {
 		return "", usageError("writes in the mix need a person's approval: %v (pass --human-token-file, or --mix without write)", err)
 	}
 	return t, nil
-}
-
-// processRSS reads a process's resident memory from /proc (Linux).
-func processRSS(pid int) (int64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err == nil
-		}
-	}
-	return 0, false
 }

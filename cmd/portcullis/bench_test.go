@@ -153,7 +153,7 @@ func BenchmarkGatewaySoak(b *testing.B) {
 		cfg := g.loadConfig(b)
 		cfg.Sessions, cfg.Duration, cfg.Rate, cfg.ProgressEvery = 16, duration, rate, every
 		pid := g.proc.Process.Pid
-		cfg.Sample = func() (int64, bool) { return processRSS(pid) }
+		cfg.Sample = func() (int64, bool) { return loadgen.ProcessRSS(pid) }
 		fmt.Printf("%8s %8s %8s %9s %9s %9s\n", "elapsed", "calls", "calls/s", "p50", "p99", "RSS")
 		cfg.Progress = func(s loadgen.Snapshot) {
 			fmt.Printf("%7.0fs %8d %8.0f %7.2fms %7.2fms %6.1f MB\n", s.Elapsed.Seconds(), s.Answered, s.IntervalRate, ms(s.IntervalP50), ms(s.IntervalP99), float64(s.RSSBytes)/(1<<20))

@@ -3,17 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/portcullis/portcullis/shellgate"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/portcullis/portcullis/hook"
+	"github.com/portcullis/portcullis/shellgate"
 )
 
-// The commands that gate agents (hook, exec, mcp, serve, tools), and bench
-// and version.
+// The commands that gate one agent's calls: hook, exec and mcp. The
+// gateway's own commands (serve, tools, bench, version) are in
+// commands_serve.go.
 
 type hookOptions struct {
 	policy    string
@@ -234,150 +235,5 @@ server's command line, flags and all.`,
 	o.state.register(fs)
 	o.notify.register(fs)
 	o.witness.register(fs)
-	return cmd
-}
-
-type serveOptions struct {
-	config      string
-	configGiven bool
-	listen      string
-	obs         obsFlags
-}
-
-func newServeCmd() *cobra.Command {
-	var o serveOptions
-	cmd := &cobra.Command{
-		Use:   "serve [--config FILE] [--listen HOST:PORT]",
-		Short: "The HTTP gateway: MCP upstreams on /mcp, tokens for agents",
-		Long: `The HTTP gateway: the configured MCP upstreams behind /mcp, the decision API,
-the approvals API and the console, for agents and people with tokens.
-See portcullis.example.yaml for the configuration.`,
-		Example: `  portcullis serve --config portcullis.yaml`,
-		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.configGiven = cmd.Flags().Changed("config")
-			return runServe(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
-	}
-	fs := cmd.Flags()
-	fs.StringVar(&o.config, "config", "portcullis.yaml", "gateway configuration `file`")
-	fs.StringVar(&o.listen, "listen", "", "listen `address` HOST:PORT (overrides the configuration)")
-	o.obs.register(fs, false)
-	return cmd
-}
-
-type toolsOptions struct {
-	state   stateFlags
-	changed bool
-	as      string
-}
-
-func newToolsCmd() *cobra.Command {
-	var o toolsOptions
-	run := func(cmd *cobra.Command, pos []string) error {
-		return runTools(cmd.Context(), &o, pos, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	}
-	cmd := &cobra.Command{
-		Use:   "tools [--changed]",
-		Short: "Pinned MCP tool definitions; accept a changed one (shows the diff)",
-		Long: `The MCP tool definitions pinned when first seen. A tool whose definition
-changes, or a new tool, is held until a person accepts it (tools accept).`,
-		Args: cobra.ArbitraryArgs,
-		RunE: run,
-	}
-	fs := cmd.Flags()
-	o.state.register(fs)
-	fs.BoolVar(&o.changed, "changed", false, "list only tools whose definition changed and waits for a person")
-	accept := &cobra.Command{
-		Use:     "accept UPSTREAM TOOL [--as NAME]",
-		Short:   "Accept a changed tool definition, after showing what changed",
-		Example: `  portcullis tools accept github create_issue`,
-		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd, append([]string{"accept"}, args...))
-		},
-	}
-	accept.Flags().StringVar(&o.as, "as", "", "who accepts (default $USER), recorded in the audit log")
-	o.state.register(accept.Flags())
-	cmd.AddCommand(accept)
-	return cmd
-}
-
-type benchOptions struct {
-	state          stateFlags
-	gateway        string
-	tokenFile      string
-	humanTokenFile string
-	via            string
-	sessions       int
-	duration       time.Duration
-	count          int64
-	rate           float64
-	mix            string
-	read, write    string
-	deny, shell    string
-	shellArg       string
-	timeout        time.Duration
-	progress       time.Duration
-	gatewayPID     int
-	audit          bool
-	json           bool
-	seed           uint64
-}
-
-func newBenchCmd() *cobra.Command {
-	var o benchOptions
-	cmd := &cobra.Command{
-		Use:   "bench --token-file AGENT.token [flags]",
-		Short: "Load a running gateway with agent sessions; throughput, latency, audit completeness",
-		Long: `Load a running gateway with agent sessions and report throughput, latency and
-the audit log's completeness. An agent token is required: --token-file, or the
-token itself in $PORTCULLIS_AGENT_TOKEN.`,
-		Example: `  portcullis bench --gateway http://127.0.0.1:8470 --token-file agent.token --sessions 32 --duration 1m`,
-		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
-	}
-	fs := cmd.Flags()
-	o.state.register(fs)
-	fs.StringVar(&o.gateway, "gateway", "", "the gateway's `URL` (default $PORTCULLIS_GATEWAY, else http://127.0.0.1:8470)")
-	fs.StringVar(&o.tokenFile, "token-file", "", "`file` holding an agent's token (required unless $PORTCULLIS_AGENT_TOKEN holds the token itself)")
-	fs.StringVar(&o.humanTokenFile, "human-token-file", "", "`file` holding the human token that approves writes (default admin.token in the state directory)")
-	fs.StringVar(&o.via, "via", "both", "entry points: api (POST /v1/decide), mcp (/mcp) or both")
-	fs.IntVar(&o.sessions, "sessions", 16, "concurrent agent `sessions`")
-	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to run (0: until --count)")
-	fs.Int64Var(&o.count, "count", 0, "stop after this many calls (0: until --duration)")
-	fs.Float64Var(&o.rate, "rate", 0, "overall calls per second (0: as fast as the gateway answers)")
-	fs.StringVar(&o.mix, "mix", "read=60,write=15,deny=15,shell=10", "weights of the kinds of call: read, write, deny, shell")
-	fs.StringVar(&o.read, "read", "read_note", "a tool the policy allows")
-	fs.StringVar(&o.write, "write", "write_note", "a tool that needs a person once per session")
-	fs.StringVar(&o.deny, "deny", "delete_note", "a tool the policy denies")
-	fs.StringVar(&o.shell, "shell", "", "the shell tool (empty: no shell commands)")
-	fs.StringVar(&o.shellArg, "shell-arg", "command", "the shell tool's command argument")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on one call, a held write's approval included")
-	fs.DurationVar(&o.progress, "progress", time.Second, "how often to print progress on stderr (0: never)")
-	fs.IntVar(&o.gatewayPID, "gateway-pid", 0, "the gateway's process `id`, to sample its resident memory (Linux)")
-	fs.BoolVar(&o.audit, "audit", true, "check the audit log afterwards (opens the store of --state/--store)")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
-	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mix")
-	return cmd
-}
-
-type versionOptions struct {
-	json bool
-}
-
-func newVersionCmd() *cobra.Command {
-	var o versionOptions
-	cmd := &cobra.Command{
-		Use:   "version [--json]",
-		Short: "The version, commit and build date",
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVersion(&o, args, cmd.OutOrStdout())
-		},
-	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print the build information as one JSON object")
 	return cmd
 }

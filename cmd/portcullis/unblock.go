@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os/user"
-	"text/tabwriter"
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/approvals"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/notify"
 )
@@ -69,25 +69,21 @@ func runUnblock(ctx context.Context, o *unblockOptions, pos []string, stdout, st
 	if err != nil {
 		return err
 	}
+	blocks := &approvals.Blocks{Store: st, Gate: g, By: actor()}
 	switch {
 	case o.list:
 		if len(pos) > 0 {
 			return usageError("unblock --list takes no agent")
 		}
-		blocks, err := st.Blocks(ctx)
+		list, err := st.Blocks(ctx)
 		if err != nil {
 			return err
 		}
-		if len(blocks) == 0 {
+		if len(list) == 0 {
 			fmt.Fprintln(stdout, "no agent is blocked")
 			return nil
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "AGENT\tSINCE\tCHALLENGE\tREASON")
-		for _, b := range blocks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Agent, b.CreatedAt.UTC().Format(time.RFC3339), b.ChallengeID, oneLine(b.Reason, 80))
-		}
-		return tw.Flush()
+		return approvals.WriteBlocks(stdout, list)
 	case o.adminToken != "":
 		dir, err := sf.dir(true)
 		if err != nil {
@@ -106,21 +102,18 @@ func runUnblock(ctx context.Context, o *unblockOptions, pos []string, stdout, st
 			if len(pos) > 0 {
 				return usageError("unblock --all takes no agent")
 			}
-			blocks, err := st.Blocks(ctx)
+			list, err := st.Blocks(ctx)
 			if err != nil {
 				return err
 			}
-			for _, b := range blocks {
+			for _, b := range list {
 				agents = append(agents, b.Agent)
 			}
 		} else if len(pos) != 1 {
 			return usageError("unblock --admin-token takes one agent, or --all")
 		}
 		for _, a := range agents {
-			if err := g.ClearBlock(ctx, a); err != nil {
-				return err
-			}
-			if err := auditHuman(ctx, st, portcullis.AuditUnblock, a, "cleared by the administrator"); err != nil {
+			if err := blocks.Clear(ctx, a); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "unblocked %s (administrator)\n", a)
@@ -143,25 +136,13 @@ func runUnblock(ctx context.Context, o *unblockOptions, pos []string, stdout, st
 	if o.challenge == "" || o.code == "" {
 		return usageError("unblock %s needs --challenge ID and --code CODE (or --reissue for a new code)", agent)
 	}
-	if err := g.Unblock(ctx, agent, o.challenge, o.code); err != nil {
+	if err := blocks.Unblock(ctx, agent, o.challenge, o.code); err != nil {
 		switch portcullis.ErrorCode(err) {
 		case portcullis.CodeVerificationFailed, portcullis.CodeRateLimited, portcullis.CodeNotFound:
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		return err
 	}
-	if err := auditHuman(ctx, st, portcullis.AuditUnblock, agent, "cleared with challenge "+o.challenge); err != nil {
-		return err
-	}
 	fmt.Fprintf(stdout, "unblocked %s\n", agent)
-	return nil
-}
-
-// auditHuman records a person's action in the audit log.
-func auditHuman(ctx context.Context, st portcullis.Store, kind portcullis.AuditKind, agent, detail string) error {
-	_, err := st.AppendAudit(ctx, portcullis.AuditEvent{Kind: kind, Time: time.Now().UTC(), Agent: agent, Actor: actor(), Detail: detail})
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
 	return nil
 }

@@ -748,7 +748,7 @@ func (c *Console) toolsPage(w http.ResponseWriter, r *http.Request, s *session) 
 		}
 		it := pinItem{ToolPin: p, Definition: prettyJSON(p.Definition)}
 		if p.PendingHash != "" {
-			it.Diff = condense(lineDiff(it.Definition, prettyJSON(p.PendingDefinition)))
+			it.Diff = definitionDiff(it.Definition, prettyJSON(p.PendingDefinition))
 			v.Pending = append(v.Pending, it)
 			continue
 		}

@@ -1,4 +1,4 @@
-package console_test
+package linediff_test
 
 import (
 	"strconv"
@@ -6,8 +6,17 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/portcullis/portcullis/httpapi/console"
+	"github.com/portcullis/portcullis/internal/linediff"
 )
+
+// marked spells each line with its sign, as a diff shows it.
+func marked(d []linediff.Line) []string {
+	out := make([]string, len(d))
+	for i, l := range d {
+		out[i] = l.Mark() + l.Text
+	}
+	return out
+}
 
 func TestLineDiff(t *testing.T) {
 	for _, tc := range []struct {
@@ -26,9 +35,9 @@ func TestLineDiff(t *testing.T) {
 		{"interleaved", "1\n2\n3\n4\n5", "1\nx\n3\ny\n5", []string{" 1", "-2", "+x", " 3", "-4", "+y", " 5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := console.LineDiff(tc.a, tc.b, false)
+			got := marked(linediff.Diff(tc.a, tc.b))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("LineDiff(%q, %q) (-want +got):\n%s", tc.a, tc.b, diff)
+				t.Errorf("Diff(%q, %q) (-want +got):\n%s", tc.a, tc.b, diff)
 			}
 		})
 	}
@@ -41,7 +50,7 @@ func TestLineDiffCondensed(t *testing.T) {
 	}
 	b = append(b, a...)
 	b[20] = "changed"
-	got := console.LineDiff(strings.Join(a, "\n"), strings.Join(b, "\n"), true)
+	got := marked(linediff.Condense(linediff.Diff(strings.Join(a, "\n"), strings.Join(b, "\n")), 3))
 	want := []string{"⋯17 unchanged lines", " line 17", " line 18", " line 19", "-line 20", "+changed", " line 21", " line 22", " line 23", "⋯16 unchanged lines"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("condensed diff (-want +got):\n%s", diff)
@@ -55,7 +64,7 @@ func TestLineDiffLarge(t *testing.T) {
 		a = append(a, "a"+strconv.Itoa(i))
 		b = append(b, "b"+strconv.Itoa(i))
 	}
-	got := console.LineDiff("same\n"+strings.Join(a, "\n"), "same\n"+strings.Join(b, "\n"), false)
+	got := marked(linediff.Diff("same\n"+strings.Join(a, "\n"), "same\n"+strings.Join(b, "\n")))
 	if len(got) != 6001 || got[0] != " same" || got[1] != "-a0" || got[3001] != "+b0" {
 		t.Fatalf("large diff: %d lines, starting %q", len(got), got[:3])
 	}

@@ -1,8 +1,12 @@
-package main
+package mcpgw_test
 
-import "testing"
+import (
+	"testing"
 
-func TestServerName(t *testing.T) {
+	"github.com/portcullis/portcullis/mcpgw"
+)
+
+func TestUpstreamName(t *testing.T) {
 	cases := []struct {
 		cmd  []string
 		want string
@@ -16,8 +20,8 @@ func TestServerName(t *testing.T) {
 		{[]string{"python3", "-m"}, "upstream"},
 	}
 	for _, c := range cases {
-		if got := serverName(c.cmd); got != c.want {
-			t.Errorf("serverName(%q) = %q; want %q", c.cmd, got, c.want)
+		if got := mcpgw.UpstreamName(c.cmd); got != c.want {
+			t.Errorf("UpstreamName(%q) = %q; want %q", c.cmd, got, c.want)
 		}
 	}
 }

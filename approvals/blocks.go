@@ -1,0 +1,75 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/portcullis/portcullis"
+)
+
+// BlockGate is what Blocks needs of the gate: clearing a danger-zone
+// block with the code its challenge sent a person, or without one (the
+// administrator's override). *gate.Gate is one.
+type BlockGate interface {
+	Unblock(ctx context.Context, agent, challengeID, code string) error
+	ClearBlock(ctx context.Context, agent string) error
+}
+
+// Blocks clears the danger-zone blocks of agents on the store itself,
+// through a gate built on the same store, and records each clearing in
+// the audit log as done by the person By. Whoever holds a Blocks is a
+// human channel: nothing an agent can reach may call it, and Clear
+// belongs behind the administrator's token.
+type Blocks struct {
+	Store portcullis.Store
+	Gate  BlockGate
+	// By names who acts, for the audit log.
+	By string
+	// Clock stamps the audit rows (nil: the system clock).
+	Clock portcullis.Clock
+}
+
+// Unblock clears agent's block with its challenge's code. Errors carry the
+// gate's codes: VERIFICATION_FAILED for a wrong or expired code,
+// RATE_LIMITED after too many wrong ones, NOT_FOUND when the agent is not
+// blocked or the challenge is not its own.
+func (b *Blocks) Unblock(ctx context.Context, agent, challengeID, code string) error {
+	if err := b.Gate.Unblock(ctx, agent, challengeID, code); err != nil {
+		return err
+	}
+	return b.audit(ctx, agent, "cleared with challenge "+challengeID)
+}
+
+// Clear clears agent's block without a code, as the administrator.
+func (b *Blocks) Clear(ctx context.Context, agent string) error {
+	if err := b.Gate.ClearBlock(ctx, agent); err != nil {
+		return err
+	}
+	return b.audit(ctx, agent, "cleared by the administrator")
+}
+
+func (b *Blocks) audit(ctx context.Context, agent, detail string) error {
+	var clock portcullis.Clock = portcullis.SystemClock{}
+	if b.Clock != nil {
+		clock = b.Clock
+	}
+	ev := portcullis.AuditEvent{Kind: portcullis.AuditUnblock, Time: clock.Now().UTC(), Agent: agent, Actor: b.By, Detail: detail}
+	if _, err := b.Store.AppendAudit(ctx, ev); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// WriteBlocks writes the blocked agents as a table: since when (UTC),
+// their challenge and why they were blocked.
+func WriteBlocks(w io.Writer, blocks []portcullis.Block) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSINCE\tCHALLENGE\tREASON")
+	for _, b := range blocks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Agent, b.CreatedAt.UTC().Format(time.RFC3339), b.ChallengeID, oneLine(b.Reason, 80))
+	}
+	return tw.Flush()
+}

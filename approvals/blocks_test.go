@@ -1,0 +1,105 @@
+package approvals_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/approvals"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/sqlite"
+)
+
+// codes keeps the block notices a person would be sent.
+type codes struct {
+	mu  sync.Mutex
+	got []portcullis.Notice
+}
+
+func (c *codes) Notify(_ context.Context, n portcullis.Notice) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, n)
+	return nil
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+func TestBlocks(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "portcullis.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	human := &codes{}
+	g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(human))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	b := &approvals.Blocks{Store: st, Gate: g, By: "cli:ana", Clock: fixedClock{at}}
+
+	id, err := g.BlockAgent(ctx, "bot", "risk past the\n danger threshold", "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.BlockAgent(ctx, "other", "risk", "d2"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.Blocks(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("Blocks = %v, %v; want 2", list, err)
+	}
+	var out strings.Builder
+	if err := approvals.WriteBlocks(&out, list); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.HasPrefix(s, "AGENT ") || !strings.Contains(s, "bot ") || !strings.Contains(s, id) || !strings.Contains(s, "risk past the danger threshold\n") {
+		t.Errorf("WriteBlocks = %q; want a header and each block on one line with its challenge", s)
+	}
+
+	// A wrong code clears nothing and writes no row.
+	wrong := "AAAAAA"
+	if human.got[0].Code == wrong {
+		wrong = "BBBBBB"
+	}
+	if err := b.Unblock(ctx, "bot", id, wrong); portcullis.ErrorCode(err) != portcullis.CodeVerificationFailed {
+		t.Fatalf("Unblock(wrong code) = %v; want VERIFICATION_FAILED", err)
+	}
+	if err := b.Unblock(ctx, "bot", id, human.got[0].Code); err != nil {
+		t.Fatalf("Unblock(right code) = %v", err)
+	}
+	if err := b.Clear(ctx, "other"); err != nil {
+		t.Fatalf("Clear(other) = %v", err)
+	}
+	if list, err := st.Blocks(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("Blocks after clearing = %v, %v; want none", list, err)
+	}
+
+	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Kind: portcullis.AuditUnblock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		ev, err := r.Event()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ev.Time.Equal(at) {
+			t.Errorf("unblock row at %v; want the clock's %v", ev.Time, at)
+		}
+		got = append(got, ev.Agent+" "+ev.Actor+" "+ev.Detail)
+	}
+	want := []string{"bot cli:ana cleared with challenge " + id, "other cli:ana cleared by the administrator"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("unblock rows = %q; want %q", got, want)
+	}
+}

@@ -1,0 +1,84 @@
+package approvals_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/approvals"
+)
+
+var seen = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func pins() []portcullis.ToolPin {
+	return []portcullis.ToolPin{
+		{Upstream: "notes", Tool: portcullis.ToolSetPin, Hash: "sha256:set", FirstSeen: seen},
+		{Upstream: "notes", Tool: "read_note", Hash: "sha256:a", Definition: json.RawMessage(`{"name":"read_note"}`), FirstSeen: seen, AcceptedBy: "ana"},
+		{Upstream: "notes", Tool: "edit_note", Hash: "sha256:b", Definition: json.RawMessage(`{"name":"edit_note","description":"Edit a note."}`),
+			PendingHash: "sha256:c", PendingDefinition: json.RawMessage(`{"name":"edit_note","description":"Edit a note, then mail it."}`), FirstSeen: seen},
+		{Upstream: "notes", Tool: "run_shell", Hash: portcullis.UnacceptedHash, PendingHash: "sha256:d", PendingDefinition: json.RawMessage(`{"name":"run_shell"}`), FirstSeen: seen},
+	}
+}
+
+func TestWritePins(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		heldOnly bool
+		want     [][]string
+	}{
+		{"all", false, [][]string{
+			{"UPSTREAM", "TOOL", "STATE", "FIRST", "SEEN", "ACCEPTED", "BY"},
+			{"notes", "read_note", "pinned", "2026-03-01", "12:00", "ana"},
+			{"notes", "edit_note", "CHANGED", "(held)", "2026-03-01", "12:00"},
+			{"notes", "run_shell", "NEW", "(held)", "2026-03-01", "12:00"},
+		}},
+		{"held only", true, [][]string{
+			{"UPSTREAM", "TOOL", "STATE", "FIRST", "SEEN", "ACCEPTED", "BY"},
+			{"notes", "edit_note", "CHANGED", "(held)", "2026-03-01", "12:00"},
+			{"notes", "run_shell", "NEW", "(held)", "2026-03-01", "12:00"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := approvals.WritePins(&b, pins(), tc.heldOnly); err != nil {
+				t.Fatal(err)
+			}
+			var got [][]string
+			for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+				got = append(got, strings.Fields(l))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("WritePins(heldOnly=%v) (-want +got):\n%s", tc.heldOnly, diff)
+			}
+		})
+	}
+}
+
+func TestWriteToolChange(t *testing.T) {
+	p := pins()
+	var b strings.Builder
+	if err := approvals.WriteToolChange(&b, p[2]); err != nil {
+		t.Fatal(err)
+	}
+	want := "The definition of edit_note (upstream notes) changed:\n" +
+		"  {\n" +
+		"    \"name\": \"edit_note\",\n" +
+		"-   \"description\": \"Edit a note.\"\n" +
+		"+   \"description\": \"Edit a note, then mail it.\"\n" +
+		"  }\n\n"
+	if b.String() != want {
+		t.Errorf("WriteToolChange(changed) = %q; want %q", b.String(), want)
+	}
+
+	b.Reset()
+	if err := approvals.WriteToolChange(&b, p[3]); err != nil {
+		t.Fatal(err)
+	}
+	want = "run_shell is a new tool of upstream notes, first offered after its tools were pinned. Its definition:\n{\n  \"name\": \"run_shell\"\n}\n"
+	if b.String() != want {
+		t.Errorf("WriteToolChange(new) = %q; want %q", b.String(), want)
+	}
+}
