@@ -168,6 +168,18 @@ func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Pro
 				files = append(files, filepath.Join(project, ".gemini", "settings.json"))
 			}
 			hooks := e.checkHooks(ctx, c, files, []string{"BeforeTool"}, filepath.Join(e.Home, ".gemini"), dir, probe)
+			if project != "" && len(files) == 2 && realPath(files[1]) != realPath(files[0]) {
+				for i := range hooks {
+					if hooks[i].File != files[1] || hooks[i].Status == NotProtected || hooks[i].Command == "" {
+						continue
+					}
+					if trusted, why := e.geminiTrusts(project); !trusted {
+						hooks[i].worsen(NotProtected, why, "trust the folder in Gemini CLI (it asks when it starts there, or /permissions), or: portcullis hook install gemini --user (a hook Gemini CLI runs in every folder)")
+					} else {
+						hooks[i].Why = append(hooks[i].Why, why)
+					}
+				}
+			}
 			out = append(out, hooks...)
 			out = append(out, e.checkHookedMCP(ctx, c, project, dir, hooks, p)...)
 		case Codex:

@@ -64,8 +64,12 @@ type Env struct {
 	// OpenCodeDir is opencode's configuration directory:
 	// $XDG_CONFIG_HOME/opencode, else (also when empty) Home/.config/opencode.
 	OpenCodeDir string
-	GoCache     string   // the Go build cache: $GOCACHE, else the user cache directory's go-build
-	TempDirs    []string // temporary directories: a command there does not last
+	// GeminiTrustedFolders is Gemini CLI's list of trusted folders:
+	// $GEMINI_CLI_TRUSTED_FOLDERS_PATH, else (also when empty)
+	// Home/.gemini/trustedFolders.json.
+	GeminiTrustedFolders string
+	GoCache              string   // the Go build cache: $GOCACHE, else the user cache directory's go-build
+	TempDirs             []string // temporary directories: a command there does not last
 }
 
 // FromOS is the Env of the running process's user.
@@ -91,6 +95,11 @@ func FromOS() (Env, error) {
 	}
 	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		e.OpenCodeDir = filepath.Join(x, "opencode")
+	}
+	if p := os.Getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH"); p != "" {
+		if e.GeminiTrustedFolders, err = filepath.Abs(p); err != nil {
+			return Env{}, err
+		}
 	}
 	e.GoCache = os.Getenv("GOCACHE")
 	if e.GoCache == "" || e.GoCache == "off" {

@@ -183,7 +183,13 @@ func (e Env) InstallHook(h Hook) (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
-	return Installed{Files: []string{path}, Changed: changed, Command: command}, nil
+	res := Installed{Files: []string{path}, Changed: changed, Command: command}
+	if h.Client == Gemini && h.Scope == ProjectScope {
+		if trusted, _ := e.geminiTrusts(h.Project); !trusted {
+			res.Notes = append(res.Notes, "Gemini CLI runs a project's hooks only in a folder you trust (it asks when it starts there); until then, and in gemini -p, it skips them and every call runs unchecked. portcullis hook install gemini --user installs a hook Gemini CLI runs in every folder.")
+		}
+	}
+	return res, nil
 }
 
 // isPortcullisHook reports whether a hook command is one Portcullis

@@ -188,6 +188,21 @@ func initKeepsEdits(t *testing.T, bin string) {
 	if err := os.MkdirAll(project, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Gemini CLI runs a project's hooks only in a folder it trusts: until
+	// the person trusts it, doctor (at the end of init) says not protected.
+	if code, out, _ := h.run(t, project, "init", "gemini", "--project"); code != 1 || !strings.Contains(out, "Gemini CLI does not trust") {
+		t.Fatalf("init gemini --project in a folder Gemini CLI does not trust: exit %d; want 1 and why:\n%s", code, out)
+	}
+	trusted, err := json.Marshal(map[string]string{project: "TRUST_FOLDER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.home, ".gemini"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.home, ".gemini", "trustedFolders.json"), trusted, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if code, out, errOut := h.run(t, project, "init", "gemini", "--project"); code != 0 {
 		t.Fatalf("init gemini --project: exit %d:\n%s%s", code, out, errOut)
 	}
