@@ -96,12 +96,16 @@ func (f *openCodeModel) toolOutputs() []string {
 }
 
 // openCodeBinary is the opencode CLI from npm: $PORTCULLIS_OPENCODE, else
-// e2e/node_modules/.bin/opencode (the opencode-ai package).
+// the binary of e2e/package.json's opencode-linux-x64, the Linux build the
+// opencode-ai package installs. e2e/ names that build rather than
+// opencode-ai because the npm registry CI reaches does not serve every
+// platform's build that opencode-ai lists, and `npm ci` refuses a lock
+// file without them. On another platform, set PORTCULLIS_OPENCODE.
 func openCodeBinary(t *testing.T, e2e string) string {
 	t.Helper()
 	bin := os.Getenv("PORTCULLIS_OPENCODE")
 	if bin == "" {
-		bin = filepath.Join(e2e, "node_modules", ".bin", "opencode")
+		bin = filepath.Join(e2e, "node_modules", "opencode-linux-x64", "bin", "opencode")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s=1 but opencode is missing: run `npm ci --prefix e2e`, or set PORTCULLIS_OPENCODE (%v)", e2eEnv, err)
@@ -109,7 +113,7 @@ func openCodeBinary(t *testing.T, e2e string) string {
 	return bin
 }
 
-// TestOpenCodeEndToEnd runs the real opencode CLI from npm (opencode-ai)
+// TestOpenCodeEndToEnd runs the real opencode CLI from npm (its Linux build)
 // against a local fake model, with the plugin `portcullis hook install
 // opencode` wrote into the project: an `rm -rf` of a directory is blocked
 // — the directory survives and the model receives Portcullis's reason —
