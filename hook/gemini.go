@@ -89,6 +89,8 @@ func (Gemini) answer(_ *Event, v Verdict) any {
 
 func (Gemini) transcript() TranscriptFormat { return TranscriptGeminiJSON }
 
+// configFiles: the settings, and the folders the user trusts, since
+// Gemini CLI runs a project's hooks only in a trusted folder.
 func (Gemini) configFiles(home, project string) []string {
-	return joinEach([]string{home, project}, ".gemini/settings.json")
+	return append(joinEach([]string{home, project}, ".gemini/settings.json"), joinEach([]string{home}, ".gemini/trustedFolders.json")...)
 }

@@ -424,7 +424,7 @@ func TestClientConfigFiles(t *testing.T) {
 	got := hook.ClientConfigFiles("/h", "/p", "/c", "/u")
 	for _, want := range []string{
 		"/h/.claude/settings.json", "/p/.claude/settings.json", "/p/.claude/settings.local.json",
-		"/h/.codex/hooks.json", "/p/.codex/config.toml", "/h/.gemini/settings.json", "/p/.gemini/settings.json",
+		"/h/.codex/hooks.json", "/p/.codex/config.toml", "/h/.gemini/settings.json", "/p/.gemini/settings.json", "/h/.gemini/trustedFolders.json",
 		"/h/.cursor/hooks.json", "/p/.cursor/mcp.json", "/h/.copilot/hooks", "/p/.github/hooks",
 		"/h/.claude.json", "/c/.claude.json", "/p/.mcp.json", "/u/Claude/claude_desktop_config.json",
 	} {

@@ -168,6 +168,9 @@ func hostConfigFiles(host hook.Host) []string {
 	if h := os.Getenv("COPILOT_HOME"); h != "" && host.Name() == (hook.Copilot{}).Name() {
 		out = append(out, h) // Copilot CLI's hooks and the folders it trusts
 	}
+	if p := os.Getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH"); p != "" && host.Name() == (hook.Gemini{}).Name() {
+		out = append(out, p) // the folders Gemini CLI trusts, kept elsewhere
+	}
 	if host.Name() == (hook.OpenCode{}).Name() {
 		// opencode also reads its configuration and plugins from
 		// $XDG_CONFIG_HOME/opencode and from $OPENCODE_CONFIG_DIR.
