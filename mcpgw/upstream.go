@@ -147,8 +147,12 @@ type upstream struct {
 	g   *Gateway
 	cfg Upstream
 
-	mu    sync.Mutex
-	cs    *mcp.ClientSession
+	mu sync.Mutex
+	cs *mcp.ClientSession
+	// fc is cs's connection when the gateway frames it itself and the
+	// session's protocol lets the gateway write calls of its own to it
+	// (fast.go); nil otherwise.
+	fc    *frameConn
 	send  mcp.MethodHandler // the SDK client's sending handler
 	ir    *mcp.InitializeResult
 	down  error                 // why the upstream is unavailable; nil when connected
@@ -192,6 +196,22 @@ func (u *upstream) client() (*mcp.ClientSession, error) {
 	return u.cs, nil
 }
 
+// framed is client, and the session's connection when the gateway may
+// write calls of its own to it (nil otherwise).
+func (u *upstream) framed() (*mcp.ClientSession, *frameConn, error) {
+	u.mu.Lock()
+	cs, fc := u.cs, u.fc
+	u.mu.Unlock()
+	if cs == nil {
+		_, err := u.client()
+		if err == nil {
+			err = fmt.Errorf("upstream %q is unavailable: %w", u.cfg.Name, errUpstreamDown)
+		}
+		return nil, nil, err
+	}
+	return cs, fc, nil
+}
+
 func (u *upstream) initResult() *mcp.InitializeResult {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -229,7 +249,10 @@ func (u *upstream) connect(ctx context.Context) error {
 		cs.Close()
 		return errors.New("gateway closed")
 	}
-	u.cs, u.ir, u.down = cs, cs.InitializeResult(), nil
+	u.cs, u.ir, u.down, u.fc = cs, cs.InitializeResult(), nil, nil
+	if f, ok := t.(interface{ frames() *frameConn }); ok && rawCapable(u.ir) {
+		u.fc = f.frames()
+	}
 	u.mu.Unlock()
 	if err := u.syncTools(ctx); err != nil {
 		u.g.log.Warn("list upstream tools", "upstream", u.cfg.Name, "err", err)
@@ -248,7 +271,7 @@ func (u *upstream) close() error {
 	u.mu.Lock()
 	u.closed = true
 	cs := u.cs
-	u.cs = nil
+	u.cs, u.fc = nil, nil
 	u.mu.Unlock()
 	if cs != nil {
 		return cs.Close()
@@ -273,7 +296,7 @@ func (u *upstream) supervise(ctx context.Context) {
 			}
 			u.mu.Lock()
 			if u.cs == cs {
-				u.cs = nil
+				u.cs, u.fc = nil, nil
 				u.down = fmt.Errorf("its session ended: %v", orEOF(err))
 				u.restarts++
 			}
