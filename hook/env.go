@@ -29,6 +29,20 @@ type Env struct {
 	// $OPENCODE_CONFIG_DIR, where opencode also reads its configuration
 	// and plugins (used only when absolute).
 	XDGConfigHome, OpenCodeConfigDir string
+	// UserConfigDir is the user's configuration directory
+	// (os.UserConfigDir), where Claude Desktop keeps its MCP servers.
+	UserConfigDir string
+}
+
+// ClientFiles are the files that tell any supported client what to run,
+// for the user and each project (ClientConfigFiles): the `portcullis mcp`
+// wrapper protects them all.
+func (e Env) ClientFiles() []string {
+	var out []string
+	for _, p := range e.Projects {
+		out = append(out, ClientConfigFiles(e.Home, p, e.ClaudeConfigDir, e.UserConfigDir)...)
+	}
+	return out
 }
 
 // HostFiles are the settings files that hold host's hooks, for the user

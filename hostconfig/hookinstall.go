@@ -146,3 +146,18 @@ func WriteHookInstalled(w io.Writer, client Client, res Installed) {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 }
+
+// InstallHookFor installs the hook i asks for (which Check accepted):
+// the binary checked (Binary), the hook built (HookInstall.Hook), merged
+// in by InstallHook.
+func (e Env) InstallHookFor(i HookInstall) (Installed, error) {
+	var err error
+	if i.Binary, err = e.Binary(i.Binary); err != nil {
+		return Installed{}, err
+	}
+	h, err := i.Hook()
+	if err != nil {
+		return Installed{}, err
+	}
+	return e.InstallHook(h)
+}

@@ -37,11 +37,10 @@ func runExec(ctx context.Context, o *execOptions, spec shellgate.Spec, stdin io.
 	if err != nil {
 		return usageError("exec: %v", err)
 	}
-	req := shellgate.Request{
-		Command: command, UserPresent: shellgate.IsTerminal(stdin),
-		Agent:   firstNonEmpty(o.agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT")), "shell"),
-		Session: firstNonEmpty(o.session, strings.TrimSpace(os.Getenv("PORTCULLIS_SESSION"))),
-	}
+	req := o.Request
+	req.Command, req.UserPresent = command, shellgate.IsTerminal(stdin)
+	req.Agent = firstNonEmpty(o.Agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT")), "shell")
+	req.Session = firstNonEmpty(o.Session, strings.TrimSpace(os.Getenv("PORTCULLIS_SESSION")))
 	d, err := execDecide(ctx, o, req, stderr)
 	if err != nil {
 		return err

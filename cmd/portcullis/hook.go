@@ -40,25 +40,15 @@ func runHook(ctx context.Context, host hook.Host, o *hookOptions, pos []string, 
 	if len(pos) > 0 {
 		return refuse(usageError("the hook reads its event from stdin; unexpected argument %q", pos[0]))
 	}
-	logw := stderr
-	if o.log != "" {
-		f, err := os.OpenFile(o.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return refuse(fmt.Errorf("--log: %w", err))
-		}
-		defer f.Close()
-		logw = f
+	logw, closeLog, err := logFile(o.log, stderr)
+	if err != nil {
+		return refuse(err)
 	}
+	defer closeLog()
 	log := cliLogger(logw)
-	opts := hook.Options{
-		Agent:    firstNonEmpty(o.agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))),
-		Hold:     o.hold,
-		MaxWait:  o.maxWait,
-		Timeout:  o.timeout,
-		MCPNames: hook.MCPNames(o.mcpNames),
-		Logger:   log,
-	}
-	env := hookEnv()
+	opts := o.Options
+	opts.Agent, opts.Logger = firstNonEmpty(o.Agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))), log
+	env := hookEnv(os.Getenv("CLAUDE_PROJECT_DIR"), workDir())
 	protect := env.HostFiles(host)
 	deferMCP, err := deferMCPFlag(o.deferMCP)
 	if err != nil {
@@ -92,9 +82,6 @@ func runHook(ctx context.Context, host hook.Host, o *hookOptions, pos []string, 
 		defer cleanup()
 		opts.Decider, opts.Holder, opts.Policy = g, hook.WaitThenDecide{Waiter: g, Decider: g}, pol
 	}
-	if opts.Policy != nil && opts.Policy.Approvals.OutOfBand {
-		opts.Hold = true // the policy says people answer out of band
-	}
 	h, err := hook.New(opts)
 	if err != nil {
 		return refuse(err)
@@ -105,14 +92,19 @@ func runHook(ctx context.Context, host hook.Host, o *hookOptions, pos []string, 
 	return nil
 }
 
-// hookEnv is where the hosts keep their files, from the environment.
-func hookEnv() hook.Env {
+// hookEnv is where the hosts keep their files, from the environment, for
+// the projects.
+func hookEnv(projects ...string) hook.Env {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		home = "" // no home: the projects' files only
 	}
+	conf, err := os.UserConfigDir()
+	if err != nil {
+		conf = ""
+	}
 	return hook.Env{
-		Home: home, Projects: []string{os.Getenv("CLAUDE_PROJECT_DIR"), workDir()},
+		Home: home, Projects: projects, UserConfigDir: conf,
 		ClaudeConfigDir: strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR")),
 		CopilotHome:     os.Getenv("COPILOT_HOME"), GeminiTrustedFolders: os.Getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH"),
 		XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"), OpenCodeConfigDir: os.Getenv("OPENCODE_CONFIG_DIR"),
@@ -126,7 +118,7 @@ func hookEnv() hook.Env {
 // and the files in protect. cleanup closes the store and the channels.
 func openAgentGate(ctx context.Context, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer, protect ...string) (g *gate.Gate, pol *portcullis.Policy, cleanup func(), err error) {
 	path := agentPolicyPath(policyFlag, stderr)
-	st, err := sf.open(ctx, log)
+	st, dir, err := openState(ctx, sf, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -139,10 +131,6 @@ func openAgentGate(ctx context.Context, policyFlag string, sf *stateFlags, nf *n
 			st.Close()
 		}
 	}()
-	dir, err := sf.dir(true)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir), gate.WithProtectedPaths(protect...)}
 	// The people who approve a call are told out of band; stderr is the
 	// agent's.
@@ -158,6 +146,32 @@ func openAgentGate(ctx context.Context, policyFlag string, sf *stateFlags, nf *n
 		return nil, nil, nil, err
 	}
 	return g, pol, func() { stopNotify(); st.Close() }, nil
+}
+
+// openState opens the store and the state directory, created.
+func openState(ctx context.Context, sf *stateFlags, log *slog.Logger) (portcullis.Store, string, error) {
+	st, err := sf.open(ctx, log)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := sf.dir(true)
+	if err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, dir, nil
+}
+
+// logFile is the log of --log FILE (appended to), else stderr.
+func logFile(path string, stderr io.Writer) (io.Writer, func(), error) {
+	if path == "" {
+		return stderr, func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--log: %w", err)
+	}
+	return f, func() { f.Close() }, nil
 }
 
 func workDir() string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"strings"
 
 	"github.com/portcullis/portcullis/hook"
@@ -42,11 +41,26 @@ starter policy too.`,
 		Args:      cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			servers, err := deferMCPFlag(deferMCP)
+			req := hostconfig.HookInstall{Client: hostconfig.Client(args[0]), Project: project, User: user, Dir: dir, Binary: binary, State: state, Hold: hold, DeferMCP: servers}
+			if err == nil {
+				err = req.Check()
+			}
+			if err == nil {
+				req.Policy, err = policyPath(policyFlag)
+			}
+			var env hostconfig.Env
+			if err == nil {
+				env, err = hostconfig.FromOS()
+			}
 			if err != nil {
 				return err
 			}
-			req := hostconfig.HookInstall{Client: hostconfig.Client(args[0]), Project: project, User: user, Dir: dir, State: state, Hold: hold, DeferMCP: servers}
-			return hookInstall(cmd.OutOrStdout(), req, policyFlag, binary)
+			res, err := env.InstallHookFor(req)
+			if err != nil {
+				return err
+			}
+			hostconfig.WriteHookInstalled(cmd.OutOrStdout(), req.Client, res)
+			return nil
 		},
 	}
 	fl := c.Flags()
@@ -59,35 +73,6 @@ starter policy too.`,
 	fl.StringVar(&binary, "binary", "", "the portcullis `binary` the hook runs (default: this one)")
 	fl.StringArrayVar(&deferMCP, "defer-mcp", nil, "claude-code: leave calls of this MCP `server`'s tools to the `portcullis mcp` wrapper it runs behind (repeatable)")
 	return c
-}
-
-// hookInstall installs the hook req asks for (hostconfig.HookInstall),
-// under the --policy file or $PORTCULLIS_POLICY, and says what it did.
-func hookInstall(stdout io.Writer, req hostconfig.HookInstall, policyFlag, binary string) error {
-	err := req.Check()
-	if err == nil {
-		req.Policy, err = policyPath(policyFlag)
-	}
-	if err != nil {
-		return usageError("%v", err)
-	}
-	env, err := hostconfig.FromOS()
-	if err != nil {
-		return err
-	}
-	if req.Binary, err = installBinary(env, binary); err != nil {
-		return err
-	}
-	h, err := req.Hook()
-	if err != nil {
-		return usageError("%v", err)
-	}
-	res, err := env.InstallHook(h)
-	if err != nil {
-		return err
-	}
-	hostconfig.WriteHookInstalled(stdout, req.Client, res)
-	return nil
 }
 
 // installBinary is the binary a client is told to run (hostconfig's

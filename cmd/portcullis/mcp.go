@@ -11,7 +11,6 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/server"
 )
 
@@ -25,15 +24,11 @@ func runMCP(ctx context.Context, o *mcpOptions, pos []string, stdin io.Reader, s
 		return usageError("mcp needs the upstream server's command after --, e.g. portcullis mcp -- npx -y @modelcontextprotocol/server-filesystem ~/work")
 	}
 	path := agentPolicyPath(o.policy, stderr)
-	logw := stderr
-	if o.log != "" {
-		f, err := os.OpenFile(o.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("--log: %w", err)
-		}
-		defer f.Close()
-		logw = f
+	logw, closeLog, err := logFile(o.log, stderr)
+	if err != nil {
+		return err
 	}
+	defer closeLog()
 	log, err := of.logger(logw)
 	if err != nil {
 		return err
@@ -61,31 +56,18 @@ func runMCP(ctx context.Context, o *mcpOptions, pos []string, stdin io.Reader, s
 	if nf.webhook != "" {
 		channels = append(channels, "the webhook "+redactURL(nf.webhook))
 	}
-	opts := server.WrapperOptions{
-		Command: pos, Name: o.name, Agent: firstNonEmpty(o.agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))),
-		TrustAnnotations: o.trustAnnotations, ShowDenied: o.showDenied, Autonomous: o.autonomous, UserPresent: o.userPresent,
-		Policy: path,
-		OpenStore: func(ctx context.Context) (portcullis.Store, string, error) {
-			st, err := sf.open(ctx, log)
-			if err != nil {
-				return nil, "", err
-			}
-			dir, err := sf.dir(true)
-			if err != nil {
-				st.Close()
-				return nil, "", err
-			}
-			return st, dir, nil
-		},
-		LoadGate: func(path string, opts ...gate.Option) (*gate.Gate, error) {
-			g, _, err := loadAgentGate(path, stderr, opts...)
-			return g, err
-		},
-		ProtectedPaths: clientConfigFiles(), Notifier: n, Channels: channels,
-		Witnesses: ws, WitnessInterval: o.witness.interval,
-		GateOptions: obs.gateOptions(), GatewayObservers: obs.gatewayObservers(),
-		Logger: log, Version: moduleVersion(), Stderr: stderr,
+	opts := o.WrapperOptions
+	opts.Command, opts.Policy = pos, path
+	opts.Agent = firstNonEmpty(o.Agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT")))
+	opts.OpenStore = func(ctx context.Context) (portcullis.Store, string, error) { return openState(ctx, sf, log) }
+	opts.LoadGate = func(path string, opts ...gate.Option) (*gate.Gate, error) {
+		g, _, err := loadAgentGate(path, stderr, opts...)
+		return g, err
 	}
+	opts.ProtectedPaths, opts.Notifier, opts.Channels = hookEnv(workDir()).ClientFiles(), n, channels
+	opts.Witnesses, opts.WitnessInterval = ws, o.witness.interval
+	opts.GateOptions, opts.GatewayObservers = obs.gateOptions(), obs.gatewayObservers()
+	opts.Logger, opts.Version, opts.Stderr = log, moduleVersion(), stderr
 	if of.metricsAddr != "" {
 		if opts.Metrics, err = net.Listen("tcp", of.metricsAddr); err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
@@ -121,18 +103,4 @@ func moduleVersion() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
-}
-
-// clientConfigFiles are the clients' configuration files for the user and
-// for the project the wrapper was started in (its client starts it there).
-func clientConfigFiles() []string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "" // no home: the project's files only
-	}
-	conf, err := os.UserConfigDir()
-	if err != nil {
-		conf = ""
-	}
-	return hook.ClientConfigFiles(home, workDir(), strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR")), conf)
 }
