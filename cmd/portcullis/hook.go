@@ -116,36 +116,30 @@ func hookEnv(projects ...string) hook.Env {
 // state directory, the people's channels, the validator, and
 // Portcullis's own files protected — its state, its binary, the policy
 // and the files in protect. cleanup closes the store and the channels.
-func openAgentGate(ctx context.Context, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer, protect ...string) (g *gate.Gate, pol *portcullis.Policy, cleanup func(), err error) {
+func openAgentGate(ctx context.Context, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer, protect ...string) (*gate.Gate, *portcullis.Policy, func(), error) {
 	path := agentPolicyPath(policyFlag, stderr)
 	st, dir, err := openState(ctx, sf, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var stopNotify func()
-	defer func() {
-		if err != nil {
-			if stopNotify != nil {
-				stopNotify()
-			}
-			st.Close()
-		}
-	}()
-	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir), gate.WithProtectedPaths(protect...)}
 	// The people who approve a call are told out of band; stderr is the
 	// agent's.
-	n, stop, err := nf.notifier(log)
+	n, stopNotify, err := nf.notifier(log)
 	if err != nil {
+		st.Close()
 		return nil, nil, nil, err
 	}
-	stopNotify = stop
+	cleanup := func() { stopNotify(); st.Close() }
+	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir), gate.WithProtectedPaths(protect...)}
 	if n != nil {
 		opts = append(opts, gate.WithNotifier(n))
 	}
-	if g, pol, err = loadAgentGate(path, stderr, opts...); err != nil {
+	g, pol, err := loadAgentGate(path, stderr, opts...)
+	if err != nil {
+		cleanup()
 		return nil, nil, nil, err
 	}
-	return g, pol, func() { stopNotify(); st.Close() }, nil
+	return g, pol, cleanup, nil
 }
 
 // openState opens the store and the state directory, created.
