@@ -1,8 +1,6 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/hostconfig"
 	"github.com/spf13/cobra"
@@ -88,14 +86,9 @@ func installBinary(env hostconfig.Env, flagValue string) (string, error) {
 // deferMCPFlag reads --defer-mcp: repeatable, each a comma-separated list
 // of MCP server names.
 func deferMCPFlag(values []string) ([]string, error) {
-	var servers []string
-	for _, v := range values {
-		for _, s := range strings.Split(v, ",") {
-			if err := hook.CheckMCPServerName(s); err != nil {
-				return nil, usageError("--defer-mcp: %v", err)
-			}
-			servers = append(servers, s)
-		}
+	servers, err := hook.MCPServerNames(values)
+	if err != nil {
+		return nil, usageError("--defer-mcp: %v", err)
 	}
 	return servers, nil
 }
