@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/portcullis/portcullis/auditlog"
-	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/witness"
 )
@@ -19,11 +17,6 @@ import (
 // witnessToken reads a witness's bearer token from a file or the
 // environment (server.WitnessToken).
 func witnessToken(file, env string) (string, error) { return server.WitnessToken(file, env) }
-
-// startWitnesses publishes the chain's head to ws (server.StartWitnesses).
-func startWitnesses(ctx context.Context, chain witness.Chain, dir string, ws []witness.Witness, interval time.Duration, log *slog.Logger, m *metrics.Metrics) (stop func(), err error) {
-	return server.StartWitnesses(ctx, chain, dir, ws, interval, log, m)
-}
 
 // witnessFlags are the witness flags of `portcullis mcp`.
 type witnessFlags struct {
