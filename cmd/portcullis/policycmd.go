@@ -33,10 +33,9 @@ func runPolicyLint(o *policyLintOptions, pos []string, stdout io.Writer) error {
 	if _, err := gate.New(pol); err != nil {
 		return &exitError{code: 2, msg: fmt.Sprintf("%s: %v", pos[0], err)}
 	}
-	for _, w := range warnings {
-		fmt.Fprintln(stdout, "warning: "+w.String())
+	if err := policy.WriteLint(stdout, pos[0], pol, warnings); err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "%s: %s, %s, %s\n", pos[0], plural(len(pol.Tools), "tool"), plural(len(pol.Elements), "element"), plural(len(warnings), "warning"))
 	if o.strict && len(warnings) > 0 {
 		return &exitError{code: 1}
 	}
@@ -44,37 +43,23 @@ func runPolicyLint(o *policyLintOptions, pos []string, stdout io.Writer) error {
 }
 
 // runPolicyTest runs policy unit-test files through the real gate
-// (package policytest) and prints the results. Exit 0
-// when every case passes, 1 when one fails, 2 when a file does not load.
+// (package policytest) and prints the results. Exit 0 when every case
+// passes, 1 when one fails, 2 when a file does not load.
 func runPolicyTest(ctx context.Context, o *policyTestOptions, pos []string, stdout, stderr io.Writer) error {
 	if len(pos) == 0 {
 		return usageError("policy test takes one or more test files")
 	}
-	var results []policy.CaseResult
-	loadFailed, loaded := false, 0
-	for _, path := range pos {
-		tf, err := policy.LoadTests(path)
-		if err != nil {
-			fmt.Fprintln(stderr, "portcullis: "+err.Error())
-			loadFailed = true
-			continue
-		}
-		rs, err := policytest.Run(ctx, tf)
-		if err != nil {
-			fmt.Fprintf(stderr, "portcullis: %s: %v\n", path, err)
-			loadFailed = true
-			continue
-		}
-		loaded++
-		results = append(results, rs...)
+	results, errs := policytest.RunFiles(ctx, pos)
+	for _, err := range errs {
+		fmt.Fprintln(stderr, "portcullis: "+err.Error())
 	}
-	if loaded == 0 {
+	if len(errs) == len(pos) {
 		// Nothing ran: the errors alone, no "0 passed, 0 failed".
 		return &exitError{code: 2}
 	}
 	failed := policy.FormatResults(stdout, results, o.verbose)
 	switch {
-	case loadFailed:
+	case len(errs) > 0:
 		return &exitError{code: 2}
 	case failed > 0:
 		return &exitError{code: 1}
