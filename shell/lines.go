@@ -47,13 +47,16 @@ func (c *Classifier) ClassifyLines(ctx context.Context, r io.Reader, w io.Writer
 	})
 }
 
+// classifyRequest is one line of ClassifyLines's input.
+type classifyRequest struct {
+	Command *string `json:"command"`
+}
+
 // decodeRequest reads {"command": "..."}, strictly.
 func decodeRequest(line []byte) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	var req struct {
-		Command *string `json:"command"`
-	}
+	var req classifyRequest
 	if err := dec.Decode(&req); err != nil {
 		return "", fmt.Errorf("not a classify request (want {\"command\": \"...\"}): %v", err)
 	}
