@@ -12,8 +12,8 @@ import (
 // policy's validator (a nil Validator: the policy has none); a validator
 // that cannot be made refuses the gate, so a policy that asks for one never
 // runs without it. Load returns the warnings of a policy that loads, also
-// when the validator or the gate then fails. Its errors name the file: policy.Load's, or "FILE: ..." for the
-// validator and the gate.
+// when the validator or the gate then fails. Its errors name the file:
+// policy.Load's, or "FILE: ..." for the validator and the gate.
 func Load(path string, newValidator func(*portcullis.Policy) (portcullis.Validator, error), opts ...Option) (*Gate, []policy.Warning, error) {
 	load, name := func() (*portcullis.Policy, []policy.Warning, error) { return policy.Load(path) }, path
 	if path == "" {
