@@ -43,18 +43,18 @@ var (
 			New:  replay.Decision{Outcome: portcullis.OutcomeConfirm, Level: portcullis.ConfirmSingleUse, Code: portcullis.CodeConfirmationRequired},
 			Kind: replay.KindLooser, Change: "deny DENY → confirm CONFIRM_SINGLE_USE"},
 		{Seq: 12, Time: at.Add(time.Minute), Tool: "login", Session: "s1",
-			Old:      replay.Decision{Outcome: portcullis.OutcomeConfirm, Level: portcullis.ConfirmSingleUse, Code: portcullis.CodeConfirmationRequired},
-			New:      replay.Decision{Outcome: portcullis.OutcomeAllow, Level: portcullis.AutoApprove},
-			Kind:     replay.KindLooser, Change: "confirm CONFIRM_SINGLE_USE → allow AUTO_APPROVE",
+			Old:  replay.Decision{Outcome: portcullis.OutcomeConfirm, Level: portcullis.ConfirmSingleUse, Code: portcullis.CodeConfirmationRequired},
+			New:  replay.Decision{Outcome: portcullis.OutcomeAllow, Level: portcullis.AutoApprove},
+			Kind: replay.KindLooser, Change: "confirm CONFIRM_SINGLE_USE → allow AUTO_APPROVE",
 			Redacted: []string{"password"}, Notes: []string{"validator not asked"}},
 	}
 	summary = replay.Summary{
 		Policy: "new.yaml", Scanned: 20, Replayed: 18, Changed: 2, Looser: 2, Validator: 1,
-		ByChange:     map[string]int64{"deny DENY → confirm CONFIRM_SINGLE_USE": 1, "confirm CONFIRM_SINGLE_USE → allow AUTO_APPROVE": 1},
-		NotReplayed:  map[string]int64{replay.SkipBlock: 1, replay.SkipBadRow: 1},
-		Redacted:     1, RedactedArgs: map[string]int64{"password": 1},
-		Unjudged:     3,
-		FirstSeq:     1, LastSeq: 20,
+		ByChange:    map[string]int64{"deny DENY → confirm CONFIRM_SINGLE_USE": 1, "confirm CONFIRM_SINGLE_USE → allow AUTO_APPROVE": 1},
+		NotReplayed: map[string]int64{replay.SkipBlock: 1, replay.SkipBadRow: 1},
+		Redacted:    1, RedactedArgs: map[string]int64{"password": 1},
+		Unjudged: 3,
+		FirstSeq: 1, LastSeq: 20,
 	}
 )
 
