@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,37 +9,6 @@ import (
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/shell"
 )
-
-const classifyHelp = "classify [--policy FILE] [-- COMMAND WORDS...]"
-
-// runClassify classifies shell commands without running them: the words
-// after -- as one command, or else one {"command": "..."} JSON object per
-// line of stdin (Classifier.ClassifyLines). It prints one Classification
-// JSON line per command. A malformed line stops the run with exit status 2
-// and a message naming the line; nothing is printed for it.
-func runClassify(ctx context.Context, o *classifyOptions, args []string, dashAt int, stdin io.Reader, stdout, stderr io.Writer) error {
-	// The words after -- are the command; nothing may stand before it.
-	dashes := dashAt >= 0
-	if dashAt > 0 || (!dashes && len(args) > 0) {
-		return usageError("classify: unexpected argument %q (put the command after --: portcullis %s)", args[0], classifyHelp)
-	}
-	if dashes && len(args) == 0 {
-		return usageError("classify: no command after --")
-	}
-	c, err := newShellClassifier(o.policy, stderr)
-	if err != nil {
-		return err
-	}
-	if !dashes {
-		return c.ClassifyLines(ctx, stdin, stdout)
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(c.Classify(strings.Join(args, " "))); err != nil {
-		return fmt.Errorf("write classification: %w", err)
-	}
-	return nil
-}
 
 // newShellClassifier builds the classifier: the built-in knowledge, the
 // policy's shell rules when there is a policy, and Portcullis's own files
