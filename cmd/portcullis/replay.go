@@ -10,6 +10,7 @@ import (
 
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/replay"
+	"github.com/portcullis/portcullis/sqlite"
 )
 
 // `portcullis policy replay` re-decides the calls recorded in the audit log
@@ -85,7 +86,10 @@ func (s *stateFlags) mustExist() error {
 	if !strings.HasPrefix(u, "sqlite:") {
 		return nil
 	}
-	path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
+	path, _, err := sqlite.ParseURL(u)
+	if err != nil {
+		return usageError("--store: %v", err)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return &exitError{code: 2, msg: fmt.Sprintf("no audit log to replay: %v (pass --state DIR or --store URL)", err)}
 	}
