@@ -63,6 +63,46 @@ func (b *Blocks) audit(ctx context.Context, agent, detail string) error {
 	return nil
 }
 
+// List writes to w the blocked agents as WriteBlocks does, or that no
+// agent is blocked.
+func (b *Blocks) List(ctx context.Context, w io.Writer) error {
+	list, err := b.Store.Blocks(ctx)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "no agent is blocked")
+		return err
+	}
+	return WriteBlocks(w, list)
+}
+
+// ClearEach clears the blocks of agents as the administrator (every
+// blocked agent when all is set), writing a line to w for each one
+// cleared, or that no agent is blocked. It stops at the first failure.
+func (b *Blocks) ClearEach(ctx context.Context, agents []string, all bool, w io.Writer) error {
+	if all {
+		list, err := b.Store.Blocks(ctx)
+		if err != nil {
+			return err
+		}
+		for _, bl := range list {
+			agents = append(agents, bl.Agent)
+		}
+	}
+	for _, a := range agents {
+		if err := b.Clear(ctx, a); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "unblocked %s (administrator)\n", a)
+	}
+	if len(agents) == 0 {
+		_, err := fmt.Fprintln(w, "no agent is blocked")
+		return err
+	}
+	return nil
+}
+
 // WriteBlocks writes the blocked agents as a table: since when (UTC),
 // their challenge and why they were blocked.
 func WriteBlocks(w io.Writer, blocks []portcullis.Block) error {

@@ -103,3 +103,47 @@ func TestBlocks(t *testing.T) {
 		t.Errorf("unblock rows = %q; want %q", got, want)
 	}
 }
+
+// List and ClearEach print what `portcullis unblock --list` and
+// `--admin-token` do.
+func TestBlocksListAndClearEach(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "portcullis.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(&codes{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &approvals.Blocks{Store: st, Gate: g, By: "cli:ana"}
+	var out strings.Builder
+	if err := b.List(ctx, &out); err != nil || out.String() != "no agent is blocked\n" {
+		t.Fatalf("List(none) = %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := b.ClearEach(ctx, nil, true, &out); err != nil || out.String() != "no agent is blocked\n" {
+		t.Fatalf("ClearEach(all, none) = %q, %v", out.String(), err)
+	}
+	for _, a := range []string{"bot", "other", "third"} {
+		if _, err := g.BlockAgent(ctx, a, "risk", "d-"+a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.Reset()
+	if err := b.List(ctx, &out); err != nil || !strings.HasPrefix(out.String(), "AGENT ") || strings.Count(out.String(), "\n") != 4 {
+		t.Fatalf("List = %q, %v; want a header and three blocks", out.String(), err)
+	}
+	out.Reset()
+	if err := b.ClearEach(ctx, []string{"other"}, false, &out); err != nil || out.String() != "unblocked other (administrator)\n" {
+		t.Fatalf("ClearEach(other) = %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := b.ClearEach(ctx, nil, true, &out); err != nil || out.String() != "unblocked bot (administrator)\nunblocked third (administrator)\n" {
+		t.Fatalf("ClearEach(all) = %q, %v", out.String(), err)
+	}
+	if list, err := st.Blocks(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("Blocks after ClearEach = %v, %v; want none", list, err)
+	}
+}

@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"github.com/spf13/cobra"
 	"io"
-	"text/tabwriter"
 	"time"
 
-	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/budgets"
+	"github.com/spf13/cobra"
 )
 
-// runBudgets lists the use of the policy's budgets in their current
-// windows, read from the store (every replica's calls count in it).
 // budgetsOptions are the flags of `portcullis budgets`.
 type budgetsOptions struct {
 	json  bool
@@ -49,49 +44,9 @@ func runBudgets(ctx context.Context, o *budgetsOptions, pos []string, stdout, st
 	}
 	defer st.Close()
 	now := time.Now()
-	use, err := st.BudgetUse(ctx, now)
+	use, err := budgets.Use(ctx, st, now, pos)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 1 {
-		kept := use[:0]
-		for _, u := range use {
-			if u.Budget == pos[0] {
-				kept = append(kept, u)
-			}
-		}
-		use = kept
-	}
-	return writeBudgetUse(stdout, use, now, o.json)
-}
-
-// writeBudgetUse prints budget counters as a table (or JSON lines): each
-// budget, whom it counts, its use of the limit and when the window
-// reopens.
-func writeBudgetUse(w io.Writer, use []portcullis.BudgetUsage, now time.Time, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, u := range use {
-			if err := enc.Encode(u); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(use) == 0 {
-		_, err := fmt.Fprintln(w, "No budget has been used in its current window.")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BUDGET\tAGENT\tSESSION\tTOOL\tUSED\tLIMIT\tLEFT\tREOPENS")
-	for _, u := range use {
-		left := u.Limit - u.Used
-		if left < 0 {
-			left = 0
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (in %s)\n", u.Budget, dash(u.Agent), dash(u.Session), dash(u.Tool),
-			u.Used, u.Limit, left, u.End.UTC().Format(time.RFC3339), u.End.Sub(now).Round(time.Second))
-	}
-	return tw.Flush()
+	return budgets.Write(stdout, use, now, o.json)
 }

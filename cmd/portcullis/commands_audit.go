@@ -3,6 +3,8 @@ package main
 import (
 	"time"
 
+	"github.com/portcullis/portcullis/auditlog"
+
 	"github.com/spf13/cobra"
 )
 
@@ -15,11 +17,8 @@ or store (--store).`,
 }
 
 type auditTailOptions struct {
-	state    stateFlags
-	lines    int
-	follow   bool
-	json     bool
-	interval time.Duration
+	state stateFlags
+	tail  auditlog.TailOptions
 }
 
 func newAuditTailCmd() *cobra.Command {
@@ -35,20 +34,20 @@ func newAuditTailCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	o.state.register(fs)
-	fs.IntVarP(&o.lines, "lines", "n", 20, "how many of the newest rows to show")
-	fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing new rows as they are written (until interrupted)")
-	fs.BoolVar(&o.json, "json", false, "print JSON lines instead of a table")
-	fs.DurationVar(&o.interval, "interval", 500*time.Millisecond, "how often --follow looks for new rows")
+	fs.IntVarP(&o.tail.Lines, "lines", "n", 20, "how many of the newest rows to show")
+	fs.BoolVarP(&o.tail.Follow, "follow", "f", false, "keep printing new rows as they are written (until interrupted)")
+	fs.BoolVar(&o.tail.JSON, "json", false, "print JSON lines instead of a table")
+	fs.DurationVar(&o.tail.Interval, "interval", 500*time.Millisecond, "how often --follow looks for new rows")
 	aliasFlag(fs, "n", "lines")
 	aliasFlag(fs, "f", "follow")
 	return cmd
 }
 
 type auditQueryOptions struct {
-	state   stateFlags
-	filters auditFilters
-	json    bool
-	format  string
+	state  stateFlags
+	filter auditlog.Filter
+	json   bool
+	format string
 }
 
 func newAuditQueryCmd() *cobra.Command {
@@ -64,8 +63,8 @@ func newAuditQueryCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	o.state.register(fs)
-	o.filters.register(fs)
-	fs.IntVar(&o.filters.limit, "limit", 0, "at most this many rows (default 100)")
+	registerFilter(fs, &o.filter)
+	fs.IntVar(&o.filter.Limit, "limit", 0, "at most this many rows (default 100)")
 	fs.BoolVar(&o.json, "json", false, "print JSON lines instead of a table")
 	return cmd
 }
@@ -84,8 +83,8 @@ func newAuditExportCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	o.state.register(fs)
-	o.filters.register(fs)
-	fs.IntVar(&o.filters.limit, "limit", 0, "at most this many rows (default all)")
+	registerFilter(fs, &o.filter)
+	fs.IntVar(&o.filter.Limit, "limit", 0, "at most this many rows (default all)")
 	fs.StringVar(&o.format, "format", "jsonl", "export `format` (jsonl)")
 	return cmd
 }
@@ -93,7 +92,7 @@ func newAuditExportCmd() *cobra.Command {
 type auditVerifyOptions struct {
 	state            stateFlags
 	json             bool
-	anchors          anchorFlag
+	anchors          auditlog.Anchors
 	witnesses        []string
 	witnessTokenFile string
 }

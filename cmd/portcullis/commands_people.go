@@ -3,6 +3,8 @@ package main
 import (
 	"time"
 
+	"github.com/portcullis/portcullis/approvals"
+
 	"github.com/spf13/cobra"
 )
 
@@ -13,12 +15,8 @@ Without --gateway (or $PORTCULLIS_GATEWAY) the store of --state/--store is
 used directly; with it, the gateway's approvals API with its human token.`
 
 type approvalsOptions struct {
-	people         peopleFlags
-	status         string
-	session, agent string
-	limit          int
-	json, watch    bool
-	interval       time.Duration
+	people peopleFlags
+	list   approvals.ListOptions
 }
 
 func newApprovalsCmd() *cobra.Command {
@@ -36,13 +34,13 @@ func newApprovalsCmd() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	o.people.register(fs)
-	fs.StringVar(&o.status, "status", "pending", "which requests: pending, approved, denied, expired or all")
-	fs.StringVar(&o.session, "session", "", "only this session's requests")
-	fs.StringVar(&o.agent, "agent", "", "only this agent's requests")
-	fs.IntVar(&o.limit, "limit", 100, "at most this many requests, newest first")
-	fs.BoolVar(&o.json, "json", false, "one JSON object per request and line")
-	fs.BoolVar(&o.watch, "watch", false, "keep watching: print requests as they arrive and as they are answered, until interrupted")
-	fs.DurationVar(&o.interval, "interval", time.Second, "with --watch, how often to look")
+	fs.StringVar(&o.list.Status, "status", "pending", "which requests: pending, approved, denied, expired or all")
+	fs.StringVar(&o.list.Session, "session", "", "only this session's requests")
+	fs.StringVar(&o.list.Agent, "agent", "", "only this agent's requests")
+	fs.IntVar(&o.list.Limit, "limit", 100, "at most this many requests, newest first")
+	fs.BoolVar(&o.list.JSON, "json", false, "one JSON object per request and line")
+	fs.BoolVar(&o.list.Watch, "watch", false, "keep watching: print requests as they arrive and as they are answered, until interrupted")
+	fs.DurationVar(&o.list.Interval, "interval", time.Second, "with --watch, how often to look")
 	return cmd
 }
 
