@@ -42,8 +42,11 @@ func ReadToken(file string) (string, error) {
 // fit, and 2 for a gateway that does not answer (named, with the command
 // that runs it). Several errors joined (a revocation of several grants)
 // end with the worst status, at least 1, and every message. ok is false
-// for any other error, which the caller reports as it is.
+// for nil and for any other error, which the caller reports as it is.
 func ExitStatus(err error) (status int, msg string, ok bool) {
+	if err == nil {
+		return 0, "", false
+	}
 	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin && len(j.Unwrap()) > 1 {
 		status = 1
 		var msgs []string
@@ -187,4 +190,24 @@ func Revoke(ctx context.Context, s Service, ids []string, w io.Writer) error {
 		return failed[0]
 	}
 	return errors.Join(failed...)
+}
+
+// Approve approves the pending request id, once or for the rest of its
+// session, and writes the answer to w as WriteAnswer does.
+func Approve(ctx context.Context, s Service, id string, forSession bool, w io.Writer) error {
+	a, err := s.Approve(ctx, id, forSession)
+	if err != nil {
+		return err
+	}
+	return WriteAnswer(w, a, forSession)
+}
+
+// Deny denies the pending request id with a reason the agent is shown,
+// and writes the answer to w as WriteAnswer does.
+func Deny(ctx context.Context, s Service, id, reason string, w io.Writer) error {
+	a, err := s.Deny(ctx, id, reason)
+	if err != nil {
+		return err
+	}
+	return WriteAnswer(w, a, false)
 }

@@ -70,8 +70,16 @@ func TestListAndRevoke(t *testing.T) {
 			if err := approvals.ListGrants(ctx, s, "", false, &out); err != nil || out.String() != "no grants\n" {
 				t.Fatalf("ListGrants(none) = %q, %v", out.String(), err)
 			}
-			if _, err := s.Approve(ctx, id, true); err != nil {
-				t.Fatal(err)
+			if err := approvals.Approve(ctx, s, id, true, &out); err != nil || !strings.HasPrefix(out.String(), "approved "+id) {
+				t.Fatalf("Approve = %q, %v; want it approved", out.String(), err)
+			}
+			if err := approvals.Deny(ctx, s, id, "no", &out); portcullis.ErrorCode(err) != portcullis.CodeConflict {
+				t.Fatalf("Deny(answered) = %v; want CONFLICT", err)
+			}
+			del := w.confirm(t, portcullis.Call{Tool: "delete_element", Session: "s1", Agent: "bot"})
+			out.Reset()
+			if err := approvals.Deny(ctx, s, del, "not today", &out); err != nil || !strings.HasPrefix(out.String(), "denied "+del) {
+				t.Fatalf("Deny = %q, %v; want it denied", out.String(), err)
 			}
 			grants, err := s.Grants(ctx, "")
 			if err != nil || len(grants) != 1 {
@@ -121,6 +129,9 @@ func TestExitStatus(t *testing.T) {
 		if !ok || status != tt.status || msg != tt.msg {
 			t.Errorf("ExitStatus(%v) = %d %q %v; want %d %q", tt.err, status, msg, ok, tt.status, tt.msg)
 		}
+	}
+	if _, _, ok := approvals.ExitStatus(nil); ok {
+		t.Error("ExitStatus(nil) is ok")
 	}
 	if _, _, ok := approvals.ExitStatus(errors.New("disk full")); ok {
 		t.Error("ExitStatus(other error) is ok; want it left to the caller")

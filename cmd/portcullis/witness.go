@@ -12,6 +12,7 @@ import (
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/witness"
+	"github.com/spf13/cobra"
 )
 
 // startWitnesses publishes the chain's head to ws (server.StartWitnesses).
@@ -48,23 +49,42 @@ func (f *witnessFlags) witnesses(stderr io.Writer) ([]witness.Witness, error) {
 	return out, nil
 }
 
-// runWitnessServe runs a reference witness.
-func runWitnessServe(ctx context.Context, o *witnessServeOptions, pos []string, stdout, stderr io.Writer) error {
-	if len(pos) > 0 {
-		return usageError("witness serve: unexpected argument %q", pos[0])
+func newWitnessCmd() *cobra.Command {
+	return groupCmd("witness", "A reference audit witness", `A reference audit witness: keeps the audit heads gateways publish
+(--witness of serve and mcp) append-only over HTTP.`, newWitnessServeCmd())
+}
+
+func newWitnessServeCmd() *cobra.Command {
+	var dir, listen, tokenFile string
+	cmd := &cobra.Command{
+		Use:     "serve --dir DIR [--listen ADDR] [--token-file FILE]",
+		Short:   "Keep published heads append-only over HTTP",
+		Example: `  portcullis witness serve --dir /var/lib/portcullis-witness --token-file witness.token`,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := noArgs(cmd, args); err != nil {
+				return err
+			}
+			if dir == "" {
+				return usageError("witness serve needs --dir")
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("witness directory: %w", err)
+			}
+			tok, err := server.WitnessToken(tokenFile, "")
+			if err != nil {
+				return usageError("--token-file: %v", err)
+			}
+			s := &witness.Server{Dir: dir, Token: tok, Logger: cliLogger(cmd.ErrOrStderr())}
+			return s.ListenAndServe(cmd.Context(), listen, func(a net.Addr) {
+				fmt.Fprintf(cmd.OutOrStdout(), "portcullis: witness on http://%s/heads/NAME, heads kept in %s\n", a, dir)
+			})
+		},
 	}
-	if o.dir == "" {
-		return usageError("witness serve needs --dir")
-	}
-	if err := os.MkdirAll(o.dir, 0o700); err != nil {
-		return fmt.Errorf("witness directory: %w", err)
-	}
-	tok, err := server.WitnessToken(o.tokenFile, "")
-	if err != nil {
-		return usageError("--token-file: %v", err)
-	}
-	s := &witness.Server{Dir: o.dir, Token: tok, Logger: cliLogger(stderr)}
-	return s.ListenAndServe(ctx, o.listen, func(a net.Addr) {
-		fmt.Fprintf(stdout, "portcullis: witness on http://%s/heads/NAME, heads kept in %s\n", a, o.dir)
-	})
+	fs := cmd.Flags()
+	fs.StringVar(&dir, "dir", "", "keep the heads in this `directory`, NAME.jsonl for each gateway (required)")
+	fs.StringVar(&listen, "listen", "127.0.0.1:8480", "listen on this `address`")
+	fs.StringVar(&tokenFile, "token-file", "", "require this bearer token (read from `file`) on every request")
+	_ = cmd.MarkFlagRequired("dir")
+	return cmd
 }
