@@ -2,6 +2,8 @@ package approvals_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -145,5 +147,57 @@ func TestBlocksListAndClearEach(t *testing.T) {
 	}
 	if list, err := st.Blocks(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("Blocks after ClearEach = %v, %v; want none", list, err)
+	}
+}
+
+// Do does what `portcullis unblock` is asked, and says what does not fit.
+func TestBlocksDo(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "portcullis.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	human := &codes{}
+	g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(human))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &approvals.Blocks{Store: st, Gate: g, By: "cli:ana"}
+	for _, tt := range []struct {
+		r    approvals.UnblockRequest
+		want string
+	}{
+		{approvals.UnblockRequest{List: true, Agents: []string{"bot"}}, "unblock --list takes no agent"},
+		{approvals.UnblockRequest{Admin: true, All: true, Agents: []string{"bot"}}, "unblock --all takes no agent"},
+		{approvals.UnblockRequest{Admin: true}, "unblock --admin-token takes one agent, or --all"},
+		{approvals.UnblockRequest{}, "unblock takes one agent"},
+		{approvals.UnblockRequest{Agents: []string{"bot"}, Challenge: "chl_1"}, "unblock bot needs --challenge ID and --code CODE (or --reissue for a new code)"},
+	} {
+		if err := b.Do(ctx, tt.r, io.Discard); err == nil || err.Error() != tt.want {
+			t.Errorf("Do(%+v) = %v; want %q", tt.r, err, tt.want)
+		}
+	}
+
+	first, err := g.BlockAgent(ctx, "bot", "risk", "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new code replaces the first; the first no longer clears.
+	if err := b.Do(ctx, approvals.UnblockRequest{Agents: []string{"bot"}, Reissue: true}, io.Discard); err != nil || len(human.got) != 2 || human.got[1].ChallengeID == first {
+		t.Fatalf("Do(reissue) = %v, notices %+v; want a new challenge sent", err, human.got)
+	}
+	var re *approvals.RefusedError
+	if err := b.Do(ctx, approvals.UnblockRequest{Agents: []string{"bot"}, Challenge: first, Code: human.got[0].Code}, io.Discard); !errors.As(err, &re) {
+		t.Fatalf("Do(the replaced challenge) = %v; want a *RefusedError", err)
+	}
+	var out strings.Builder
+	n := human.got[1]
+	if err := b.Do(ctx, approvals.UnblockRequest{Agents: []string{"bot"}, Challenge: n.ChallengeID, Code: n.Code}, &out); err != nil || out.String() != "unblocked bot\n" {
+		t.Fatalf("Do(code) = %q, %v; want it unblocked", out.String(), err)
+	}
+	// Clearing an agent that is not blocked is not a refused code.
+	if err := b.Do(ctx, approvals.UnblockRequest{Agents: []string{"bot"}, Admin: true}, io.Discard); portcullis.ErrorCode(err) != portcullis.CodeNotFound || errors.As(err, &re) {
+		t.Fatalf("Do(admin, not blocked) = %v; want NOT_FOUND, not a refused code", err)
 	}
 }

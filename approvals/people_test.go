@@ -70,6 +70,7 @@ func TestListAndRevoke(t *testing.T) {
 			if err := approvals.ListGrants(ctx, s, "", false, &out); err != nil || out.String() != "no grants\n" {
 				t.Fatalf("ListGrants(none) = %q, %v", out.String(), err)
 			}
+			out.Reset()
 			if err := approvals.Approve(ctx, s, id, true, &out); err != nil || !strings.HasPrefix(out.String(), "approved "+id) {
 				t.Fatalf("Approve = %q, %v; want it approved", out.String(), err)
 			}

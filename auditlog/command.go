@@ -156,14 +156,31 @@ func (r *Report) Write(w, warn io.Writer, asJSON bool) error {
 	return nil
 }
 
-// RetentionOf is the Retention of a policy's audit.retention, dated now;
-// ok is false when it keeps everything.
-func RetentionOf(r portcullis.AuditRetention, now time.Time) (ret Retention, ok bool) {
-	if r.MaxAge > 0 {
-		ret.Before = now.Add(-r.MaxAge)
+// RetentionFor is what audit prune lets go: the rows older than maxAge
+// (as ParseWhen reads it, before now) and all but the newest maxRows; or,
+// when neither is given, what the policy's audit.retention keeps, which
+// policy returns with the name of the policy's file.
+func RetentionFor(maxAge string, maxRows int64, now time.Time, policy func() (portcullis.AuditRetention, string, error)) (Retention, error) {
+	r := Retention{KeepRows: maxRows}
+	var err error
+	if r.Before, err = ParseWhen(maxAge, now); err != nil {
+		return r, fmt.Errorf("--max-age: %v", err)
 	}
-	ret.KeepRows = r.MaxRows
-	return ret, r.MaxAge > 0 || r.MaxRows > 0
+	if maxAge != "" || maxRows > 0 {
+		return r, nil
+	}
+	kept, file, err := policy()
+	if err != nil {
+		return r, err
+	}
+	if kept.MaxAge <= 0 && kept.MaxRows <= 0 {
+		return r, fmt.Errorf("%s has no audit.retention; pass --max-age or --max-rows", file)
+	}
+	r = Retention{KeepRows: kept.MaxRows}
+	if kept.MaxAge > 0 {
+		r.Before = now.Add(-kept.MaxAge)
+	}
+	return r, nil
 }
 
 // WritePruned says what Prune did: nothing, or up to which row it pruned.

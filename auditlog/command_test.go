@@ -160,16 +160,33 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-func TestRetentionOfAndWritePruned(t *testing.T) {
+func TestRetentionForAndWritePruned(t *testing.T) {
 	now := start.Add(time.Hour)
-	if _, ok := auditlog.RetentionOf(portcullis.AuditRetention{}, now); ok {
-		t.Error("RetentionOf(keep everything) is ok")
+	policyOf := func(r portcullis.AuditRetention) func() (portcullis.AuditRetention, string, error) {
+		return func() (portcullis.AuditRetention, string, error) { return r, "policy.yaml", nil }
 	}
-	if r, ok := auditlog.RetentionOf(portcullis.AuditRetention{MaxAge: time.Minute, MaxRows: 5}, now); !ok || !r.Before.Equal(now.Add(-time.Minute)) || r.KeepRows != 5 {
-		t.Errorf("RetentionOf = %+v, %v", r, ok)
+	unread := func() (portcullis.AuditRetention, string, error) {
+		t.Error("the policy was read although --max-age or --max-rows was given")
+		return portcullis.AuditRetention{}, "", nil
 	}
-	if r, ok := auditlog.RetentionOf(portcullis.AuditRetention{MaxRows: 5}, now); !ok || !r.Before.IsZero() || r.KeepRows != 5 {
-		t.Errorf("RetentionOf(rows only) = %+v, %v", r, ok)
+	if r, err := auditlog.RetentionFor("2d", 0, now, unread); err != nil || !r.Before.Equal(now.Add(-48*time.Hour)) || r.KeepRows != 0 {
+		t.Errorf("RetentionFor(2d) = %+v, %v", r, err)
+	}
+	if r, err := auditlog.RetentionFor("", 5, now, unread); err != nil || !r.Before.IsZero() || r.KeepRows != 5 {
+		t.Errorf("RetentionFor(5 rows) = %+v, %v", r, err)
+	}
+	if _, err := auditlog.RetentionFor("soon", 0, now, unread); err == nil || !strings.HasPrefix(err.Error(), "--max-age: ") {
+		t.Errorf("RetentionFor(soon) = %v; want a --max-age error", err)
+	}
+	if r, err := auditlog.RetentionFor("", 0, now, policyOf(portcullis.AuditRetention{MaxAge: time.Minute, MaxRows: 7})); err != nil || !r.Before.Equal(now.Add(-time.Minute)) || r.KeepRows != 7 {
+		t.Errorf("RetentionFor(the policy's) = %+v, %v", r, err)
+	}
+	if _, err := auditlog.RetentionFor("", 0, now, policyOf(portcullis.AuditRetention{})); err == nil || err.Error() != "policy.yaml has no audit.retention; pass --max-age or --max-rows" {
+		t.Errorf("RetentionFor(a policy that keeps everything) = %v", err)
+	}
+	noPolicy := errors.New("no policy")
+	if _, err := auditlog.RetentionFor("", 0, now, func() (portcullis.AuditRetention, string, error) { return portcullis.AuditRetention{}, "", noPolicy }); err != noPolicy {
+		t.Errorf("RetentionFor(no policy) = %v; want the policy's error", err)
 	}
 	var out strings.Builder
 	_ = auditlog.WritePruned(&out, portcullis.AuditCheckpoint{}, false)

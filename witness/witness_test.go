@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -308,5 +309,25 @@ func TestListenAndServe(t *testing.T) {
 	}
 	if err := (&witness.Server{Dir: dir}).ListenAndServe(context.Background(), "127.0.0.1:-1", nil); err == nil || !strings.HasPrefix(err.Error(), "listen on 127.0.0.1:-1: ") {
 		t.Errorf("ListenAndServe(bad address) = %v", err)
+	}
+}
+
+func TestParseAll(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "heads.jsonl")
+	ws, err := witness.ParseAll([]string{"https://witness.example/heads/gw1", file, "stderr"}, io.Discard)
+	if err != nil || len(ws) != 3 {
+		t.Fatalf("ParseAll = %v, %v; want three witnesses", ws, err)
+	}
+	if _, ok := ws[0].(*witness.HTTP); !ok {
+		t.Errorf("ParseAll[0] = %T; want *witness.HTTP", ws[0])
+	}
+	if _, ok := ws[1].(*witness.File); !ok {
+		t.Errorf("ParseAll[1] = %T; want *witness.File", ws[1])
+	}
+	if _, err := witness.ParseAll([]string{file, ""}, io.Discard); err == nil {
+		t.Error("ParseAll with an empty spec = nil; want an error")
+	}
+	if ws, err := witness.ParseAll(nil, io.Discard); err != nil || len(ws) != 0 {
+		t.Errorf("ParseAll(none) = %v, %v", ws, err)
 	}
 }

@@ -199,24 +199,20 @@ func newAuditPruneCmd() *cobra.Command {
 		Example: `  portcullis audit prune --max-age 90d`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now, r := time.Now(), auditlog.Retention{KeepRows: maxRows}
-			var err error
-			if r.Before, err = parseWhen(maxAge, now); err != nil {
-				return usageError("--max-age: %v", err)
-			}
-			if maxAge == "" && maxRows <= 0 {
+			now := time.Now()
+			r, err := auditlog.RetentionFor(maxAge, maxRows, now, func() (portcullis.AuditRetention, string, error) {
 				path, err := policyPath(policyFile)
 				if err != nil {
-					return usageError("audit prune needs --max-age, --max-rows, or a policy with audit.retention (--policy FILE)")
+					return portcullis.AuditRetention{}, "", usageError("audit prune needs --max-age, --max-rows, or a policy with audit.retention (--policy FILE)")
 				}
 				pol, _, err := policy.Load(path)
 				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
+					return portcullis.AuditRetention{}, "", &exitError{code: 2, msg: err.Error()}
 				}
-				var ok bool
-				if r, ok = auditlog.RetentionOf(pol.Audit.Retention, now); !ok {
-					return usageError("%s has no audit.retention; pass --max-age or --max-rows", path)
-				}
+				return pol.Audit.Retention, path, nil
+			})
+			if err != nil {
+				return err
 			}
 			return withStore(cmd, &sf, func(ctx context.Context, st portcullis.Store, w io.Writer) error {
 				dir, err := sf.dir(true)

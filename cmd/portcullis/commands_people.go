@@ -3,6 +3,9 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/user"
@@ -12,6 +15,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/approvals"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/notify"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -108,7 +112,6 @@ func newApprovalsCmd() *cobra.Command {
 		Long:  "Approval requests: the pending ones, or one in full by ID; --watch prints new ones\nand answers as they come.\n" + peopleLong,
 		Example: `  portcullis approvals --watch
   portcullis approvals apr_1`,
-		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			if _, err := o.Filter(ids); err != nil {
 				return usageError("%v", err)
@@ -138,7 +141,6 @@ func newApproveCmd() *cobra.Command {
 		Short:   "Approve a request once, or for the rest of its session",
 		Long:    "Approve a request once, or for the rest of its session (--session).\n" + peopleLong,
 		Example: `  portcullis approve apr_1 --session`,
-		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("approve takes one request ID (portcullis approvals lists them)")
@@ -161,7 +163,6 @@ func newDenyCmd() *cobra.Command {
 		Short:   "Deny a request; the agent is shown the reason",
 		Long:    "Deny a request; the agent is shown the reason.\n" + peopleLong,
 		Example: `  portcullis deny apr_1 --reason "not on the production database"`,
-		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError("deny takes one request ID (portcullis approvals lists them)")
@@ -201,23 +202,92 @@ func newGrantsCmd() *cobra.Command {
 	people.register(fs)
 	fs.StringVar(&session, "session", "", "only this session's grants")
 	fs.BoolVar(&asJSON, "json", false, "one JSON object per grant and line")
-	var revokers peopleFlags
 	revoke := &cobra.Command{
 		Use:     "revoke ID...",
 		Short:   "Revoke grants",
 		Long:    "Revoke grants by ID (portcullis grants lists them).\n" + peopleLong,
 		Example: `  portcullis grants revoke grt_1 grt_2`,
-		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			if len(ids) == 0 {
 				return usageError("grants revoke takes one or more grant IDs (portcullis grants lists them)")
 			}
-			return revokers.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
 				return approvals.Revoke(ctx, s, ids, w)
 			})
 		},
 	}
-	revokers.register(revoke.Flags())
+	people.register(revoke.Flags())
 	cmd.AddCommand(revoke)
+	return cmd
+}
+
+// newUnblockCmd clears danger-zone blocks: with the challenge's code, by a
+// new code (--reissue), or as the administrator (--admin-token, for one
+// agent or --all).
+func newUnblockCmd() *cobra.Command {
+	var sf stateFlags
+	var nf notifyFlags
+	var challenge, code, adminToken string
+	var reissue, all, list bool
+	cmd := &cobra.Command{
+		Use:   "unblock AGENT --challenge ID --code CODE",
+		Short: "Clear a danger-zone block (--reissue: a new code; --list)",
+		Long: `Clear a danger-zone block with the challenge the agent was given and the
+verification code shown on a human channel; or print a new code (--reissue),
+clear as the administrator (--admin-token, --all), or list the blocked agents.`,
+		Example: `  portcullis unblock claude-code --challenge chl_1 --code 123456
+  portcullis unblock claude-code --reissue
+  portcullis unblock --all --admin-token "$(cat admin.token)"
+  portcullis unblock --list`,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if nf.set() && !reissue {
+				return usageError("--notify-* applies only with --reissue (where the new code is sent)")
+			}
+			log := cliLogger(cmd.ErrOrStderr())
+			// The new code of --reissue is printed here (a human channel:
+			// the shell classifier blocks agents from running this
+			// command) and sent to the channels of the --notify-* flags.
+			extra, cleanup, err := nf.notifier(log)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			return withStore(cmd, &sf, func(ctx context.Context, st portcullis.Store, stdout io.Writer) error {
+				g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(notify.Multi{notify.NewCommand(stdout), extra}), gate.WithLogger(log))
+				if err != nil {
+					return err
+				}
+				if adminToken != "" && !list {
+					dir, err := sf.dir(true)
+					if err != nil {
+						return err
+					}
+					want, err := secretFile(dir, "admin.token")
+					if err != nil {
+						return fmt.Errorf("admin token: %w", err)
+					}
+					if subtle.ConstantTimeCompare([]byte(adminToken), []byte(want)) != 1 {
+						log.Warn("unblock refused", "severity", "HIGH", "type", "ADMIN_TOKEN_MISMATCH")
+						return &exitError{code: 1, msg: "wrong admin token"}
+					}
+				}
+				blocks := &approvals.Blocks{Store: st, Gate: g, By: actor()}
+				err = blocks.Do(ctx, approvals.UnblockRequest{Agents: pos, List: list, Admin: adminToken != "", All: all, Reissue: reissue, Challenge: challenge, Code: code}, stdout)
+				if re := (*approvals.RefusedError)(nil); errors.As(err, &re) {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				return err
+			})
+		},
+	}
+	fs := cmd.Flags()
+	sf.register(fs)
+	fs.StringVar(&challenge, "challenge", "", "the challenge `id` the agent was given")
+	fs.StringVar(&code, "code", "", "the verification `code` shown on a human channel")
+	fs.BoolVar(&reissue, "reissue", false, "replace a lost or expired code; the new one is printed here")
+	fs.StringVar(&adminToken, "admin-token", "", "clear without a code, as the administrator (the token is in admin.token in the state directory)")
+	fs.BoolVar(&all, "all", false, "with --admin-token: clear every block")
+	fs.BoolVar(&list, "list", false, "list the blocked agents")
+	nf.register(fs)
 	return cmd
 }

@@ -38,15 +38,11 @@ func (f *witnessFlags) register(fs interface {
 }
 
 func (f *witnessFlags) witnesses(stderr io.Writer) ([]witness.Witness, error) {
-	var out []witness.Witness
-	for _, s := range f.specs {
-		w, err := witness.Parse(s, stderr)
-		if err != nil {
-			return nil, usageError("--witness: %v", err)
-		}
-		out = append(out, w)
+	ws, err := witness.ParseAll(f.specs, stderr)
+	if err != nil {
+		return nil, usageError("--witness: %v", err)
 	}
-	return out, nil
+	return ws, nil
 }
 
 func newWitnessCmd() *cobra.Command {
