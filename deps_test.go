@@ -43,6 +43,8 @@ var layers = map[string][]string{
 	// a running gateway and names a gateway that does not answer).
 	"approvals": {"", "client", "internal/linediff"},
 	"auditlog":  {""},
+	// The use of the budgets as people read it, from a store.
+	"budgets": {""},
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
 	"validator/internal/failure": {},
