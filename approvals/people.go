@@ -6,12 +6,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strings"
 	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/client"
 )
+
+// Account names the account running the process, for the audit log:
+// "cli:" and its user name, or "cli" when it has none.
+func Account() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}
 
 // Remote returns the approvals API of the gateway at url as a Service:
 // used with the human token, as actor (who answers, for the audit log).

@@ -165,3 +165,9 @@ func TestRemoteAndReadToken(t *testing.T) {
 		t.Errorf("ReadToken(missing) = %v", err)
 	}
 }
+
+func TestAccount(t *testing.T) {
+	if a := approvals.Account(); a != "cli" && (!strings.HasPrefix(a, "cli:") || len(a) == len("cli:")) {
+		t.Errorf("Account() = %q; want cli:NAME, or cli", a)
+	}
+}

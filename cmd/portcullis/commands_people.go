@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"strings"
 	"time"
 
@@ -55,7 +54,7 @@ func (p *peopleFlags) do(cmd *cobra.Command, fn func(ctx context.Context, s appr
 		if err != nil {
 			return err
 		}
-		name := cmp.Or(p.as, strings.TrimSpace(os.Getenv("USER")), strings.TrimPrefix(actor(), "cli:"))
+		name := cmp.Or(p.as, strings.TrimSpace(os.Getenv("USER")), strings.TrimPrefix(approvals.Account(), "cli:"))
 		if s, err = approvals.Remote(url, token, name); err != nil {
 			return err
 		}
@@ -69,7 +68,7 @@ func (p *peopleFlags) do(cmd *cobra.Command, fn func(ctx context.Context, s appr
 		if err != nil {
 			return err
 		}
-		s = &approvals.Local{Store: st, Gate: g, By: cmp.Or(p.as, actor())}
+		s = &approvals.Local{Store: st, Gate: g, By: cmp.Or(p.as, approvals.Account())}
 	}
 	err := fn(ctx, s, cmd.OutOrStdout())
 	if code, msg, ok := approvals.ExitStatus(err); ok {
@@ -93,14 +92,6 @@ func (p *peopleFlags) token() (string, error) {
 		return "", usageError("no human token for the gateway: %v (pass --token-file FILE, the gateway's admin.token)", err)
 	}
 	return t, nil
-}
-
-// actor names the person running the command, for the audit log.
-func actor() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return "cli:" + u.Username
-	}
-	return "cli"
 }
 
 func newApprovalsCmd() *cobra.Command {
@@ -271,7 +262,7 @@ clear as the administrator (--admin-token, --all), or list the blocked agents.`,
 						return &exitError{code: 1, msg: "wrong admin token"}
 					}
 				}
-				blocks := &approvals.Blocks{Store: st, Gate: g, By: actor()}
+				blocks := &approvals.Blocks{Store: st, Gate: g, By: approvals.Account()}
 				err = blocks.Do(ctx, approvals.UnblockRequest{Agents: pos, List: list, Admin: adminToken != "", All: all, Reissue: reissue, Challenge: challenge, Code: code}, stdout)
 				if re := (*approvals.RefusedError)(nil); errors.As(err, &re) {
 					return &exitError{code: 1, msg: err.Error()}
