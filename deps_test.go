@@ -18,15 +18,19 @@ const module = "github.com/portcullis/portcullis"
 // everything. storetest is the shared
 // conformance suite for stores and imports the root.
 var layers = map[string][]string{
-	"":          {},
-	"policy":    {""},
-	"autonomy":  {""},
-	"shell":     {""},
-	"gate":      {"", "policy", "autonomy", "shell"},
-	"storetest": {""},
+	"":         {},
+	"policy":   {""},
+	"autonomy": {""},
+	"shell":    {"", "internal/jsonlines"},
+	"gate":     {"", "policy", "autonomy", "shell", "internal/jsonlines"},
+	// The loop of JSON lines in, JSON lines out that gate (decide) and
+	// shell (classify) answer; standard library only.
+	"internal/jsonlines": {},
+	"storetest":          {""},
 	// What a policy change would do, asked of the gate: policy diff
 	// compares two policies' levels, policy replay re-decides an audit
-	// log. Neither opens a store or formats output.
+	// log. Neither opens a store; each writes its own report as the
+	// command shows it, so that it is tested with the type.
 	"policydiff": {"", "policy", "gate"},
 	// policy test runs a test file's cases through gates with stand-in
 	// validators, counting budgets in memory.
