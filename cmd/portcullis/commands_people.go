@@ -78,7 +78,8 @@ func (p *peopleFlags) do(cmd *cobra.Command, fn func(ctx context.Context, s appr
 }
 
 // token reads the human token: --token-file, else admin.token in the
-// state directory.
+// state directory (which `portcullis serve` shares when it runs on this
+// machine).
 func (p *peopleFlags) token() (string, error) {
 	if p.tokenFile != "" {
 		return approvals.ReadToken(p.tokenFile)
