@@ -41,11 +41,14 @@ var layers = map[string][]string{
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
 	// The people's side of approvals and the audit log's readers take
-	// the gate, the store, the client and the witnesses as interfaces of
-	// their own: they import only the root (approvals also the line diff
-	// of the tool definitions it shows).
-	"approvals": {"", "internal/linediff"},
+	// the gate, the store and the witnesses as interfaces of their own:
+	// they import only the root (approvals also the line diff of the tool
+	// definitions it shows, and the client, which is its Service through
+	// a running gateway and names a gateway that does not answer).
+	"approvals": {"", "client", "internal/linediff"},
 	"auditlog":  {""},
+	// The use of the budgets as people read it, from a store.
+	"budgets": {""},
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
 	"validator/internal/failure": {},
