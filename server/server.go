@@ -11,6 +11,10 @@
 //
 // It must not print anything but the human notices the gateway's
 // terminal is given (Options.Terminal): the command prints its banner.
+//
+// Wrapper is `portcullis mcp`, the stdio wrapper of one upstream server,
+// as a component of the same shape; UntilStopped is how both stop on the
+// signals the command reads and passes in.
 package server
 
 import (

@@ -45,8 +45,9 @@ func newInitCmd() *cobra.Command {
 		Long: `Protect an agent client in one step: write a commented starter policy (the
 built-in default policy; under the user's configuration directory, or with
 --project in the repository), install Portcullis's hook (Claude Code, Codex,
-Gemini CLI, GitHub Copilot CLI) or wrap the client's MCP servers in portcullis mcp (Claude
-Desktop, Cursor), and end with portcullis doctor for that client.
+Gemini CLI, Cursor, GitHub Copilot CLI, opencode) or wrap the client's MCP
+servers in portcullis mcp (Claude Desktop), and end with portcullis doctor for
+that client.
 
 init mcp -- SERVER... starts an MCP server once, lists its tools and writes
 their classification into a policy of its own, for you to review.
@@ -74,7 +75,7 @@ var clientTitles = map[hostconfig.Client]string{
 	hostconfig.Codex:         "Codex CLI: PreToolUse and PermissionRequest hooks, trusted in config.toml",
 	hostconfig.Gemini:        "Gemini CLI: a BeforeTool hook for every tool",
 	hostconfig.ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
-	hostconfig.Cursor:        "Cursor: every MCP server behind portcullis mcp",
+	hostconfig.Cursor:        "Cursor: blocking hooks for its terminal, MCP calls, file reads and writes",
 	hostconfig.Copilot:       "GitHub Copilot CLI: a preToolUse hook for every tool",
 	hostconfig.OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
 }
@@ -89,7 +90,7 @@ func newInitClientCmd(client hostconfig.Client) *cobra.Command {
 			return runInitClient(cmd, client, &f)
 		},
 	}
-	f.register(c, client.Hooked())
+	f.register(c, client.HookInstallable())
 	return c
 }
 
@@ -183,7 +184,7 @@ func runInitClient(cmd *cobra.Command, client hostconfig.Client, f *initFlags) e
 		}
 	}
 	var res hostconfig.Installed
-	if client.Hooked() {
+	if client.HookInstallable() {
 		state := f.state
 		if state != "" {
 			if state, err = filepath.Abs(state); err != nil {
@@ -200,7 +201,7 @@ func runInitClient(cmd *cobra.Command, client hostconfig.Client, f *initFlags) e
 		return err
 	}
 	printInstalled(out, client, res)
-	if !client.Hooked() {
+	if !client.HookInstallable() {
 		fmt.Fprintf(out, "  to classify a server's tools instead of asking for each unknown one: portcullis init mcp --client %s -- SERVER...\n", client)
 	}
 	return doctorReport(cmd.Context(), out, env, project, []hostconfig.Client{client}, false)
@@ -212,7 +213,7 @@ func printInstalled(w io.Writer, client hostconfig.Client, res hostconfig.Instal
 		verb = "already installed"
 	}
 	what := "hook"
-	if !client.Hooked() {
+	if !client.HookInstallable() {
 		what = "MCP wrapper"
 	}
 	fmt.Fprintf(w, "%s: %s %s in %s (previous files kept as .bak)\n  %s\n", client, what, verb, strings.Join(res.Files, " and "), res.Command)

@@ -2,20 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/mcpgw"
 	"github.com/portcullis/portcullis/metrics"
-	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/tracing"
 
 	"github.com/spf13/pflag"
@@ -143,37 +137,4 @@ func (l decisionLogger) ObserveDecision(ctx context.Context, ev *portcullis.Deci
 		slog.Duration("latency", ev.Duration),
 		slog.String("policy", ev.PolicyHash),
 	)
-}
-
-// metricsHandler serves the metrics to a scraper holding the metrics
-// token (server.MetricsHandler).
-func metricsHandler(m *metrics.Metrics, token string) http.Handler {
-	return server.MetricsHandler(m, token)
-}
-
-// serveMetrics serves /metrics on addr until ctx ends (mcp --metrics-addr).
-// It returns once the address is listening.
-func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "err", err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shut); err != nil {
-			log.Warn("metrics server shutdown", "err", err)
-		}
-	}()
-	log.Info("serving metrics", "url", "http://"+strings.TrimPrefix(ln.Addr().String(), "http://")+"/metrics")
-	return ln.Addr(), nil
 }

@@ -93,10 +93,10 @@ func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr
 			fmt.Fprintf(stdout, "portcullis: tool %s of upstream %s changed since it was pinned; calls are held until `portcullis tools accept %s %s`\n", t.Tool, t.Upstream, t.Upstream, t.Tool)
 		}
 	}
-	hg := heldGateway{gw: srv.Gateway(), gate: srv.Gate(), answer: func(h mcpgw.HeldCall) string {
+	hg := server.Held{Gateway: srv.Gateway(), Gate: srv.Gate(), Stderr: stderr, Answer: func(h mcpgw.HeldCall) string {
 		return " | " + base + console.ApprovalPath(h.ApprovalID)
 	}}
-	if _, err := untilStopped(ctx, in, hg, srv.Failed(), stderr); err != nil {
+	if _, err := server.UntilStopped(ctx, in.ch, hg, srv.Failed()); err != nil {
 		return err
 	}
 	return srv.Close()
