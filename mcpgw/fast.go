@@ -60,10 +60,7 @@ func (g *Gateway) callRaw(ctx context.Context, fc *frameConn, e *toolEntry, tc *
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
 	}
-	args := tc.args
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
+	args := forwardedArgs(tc.args)
 	b := make([]byte, 0, 80+len(id)+len(name)+len(args)+len(tc.rawMeta))
 	b = append(b, `{"jsonrpc":"2.0","id":"`...)
 	b = append(b, id...)

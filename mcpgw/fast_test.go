@@ -472,3 +472,49 @@ func TestFastPathUpstreamCrashMidCall(t *testing.T) {
 		t.Fatal("after the restart calls did not go by the fast path")
 	}
 }
+
+// A refusal on the fast path is the SDK path's, field for field: the same
+// JSON, but for the decision's ID and trace.
+func TestFastPathRefusalsAreTheSDKPathsJSON(t *testing.T) {
+	h, tap := newFastHarness(t, nil)
+	fast := newRawClient(t, func(in io.ReadCloser, out io.WriteCloser) { _ = h.gw.ServeStdio(context.Background(), in, out) })
+	sdk := newRawClient(t, func(in io.ReadCloser, out io.WriteCloser) {
+		if _, err := h.gw.Server().Connect(context.Background(), &mcp.IOTransport{Reader: in, Writer: out}, nil); err != nil {
+			t.Error(err)
+		}
+	})
+	// normal is a result's JSON without what differs between two calls.
+	normal := func(raw json.RawMessage) any {
+		var v map[string]any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("result %s: %v", raw, err)
+		}
+		if meta, ok := v["_meta"].(map[string]any); ok {
+			if d, ok := meta[mcpgw.DecisionMeta].(map[string]any); ok {
+				delete(d, "decisionId")
+				delete(d, "trace")
+			}
+		}
+		return v
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_note","arguments":{"id":1}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_note","arguments":[1,2]}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_note","arguments":"x"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_note","arguments":null}}`,
+	} {
+		fast.send(line)
+		sdk.send(line)
+		fa, sa := fast.recv(), sdk.recv()
+		if string(fa["id"]) != string(sa["id"]) || fa["result"] == nil || sa["result"] == nil {
+			t.Fatalf("%s: fast path answered %v; the SDK's %v", line, fa, sa)
+		}
+		if diff := cmp.Diff(normal(sa["result"]), normal(fa["result"])); diff != "" {
+			t.Fatalf("%s: fast path's result differs from the SDK's (-sdk +fast):\n%s", line, diff)
+		}
+	}
+	if n := tap.rawCalls(); n != 1 {
+		t.Fatalf("the fast path forwarded %d calls; want 1 (read_note with null arguments)", n)
+	}
+}

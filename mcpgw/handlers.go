@@ -290,6 +290,16 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	return args, nil
 }
 
+// forwardedArgs are the arguments an allowed call is forwarded with: as
+// the client sent them, but absent or null ones as the empty object the
+// gate decided on.
+func forwardedArgs(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
 // forward sends an allowed call to its upstream and records the result's
 // isError as the outcome of the run's step. A call that came by the fast
 // path, without a progress token, to an upstream the gateway frames
@@ -309,10 +319,7 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, tc *too
 	defer cancel()
 	var params *mcp.CallToolParams
 	if fc == nil {
-		params = &mcp.CallToolParams{Name: e.name, Arguments: tc.args}
-		if len(tc.args) == 0 {
-			params.Arguments = map[string]any{}
-		}
+		params = &mcp.CallToolParams{Name: e.name, Arguments: forwardedArgs(tc.args)}
 		if len(tc.meta) > 0 {
 			params.Meta = maps.Clone(tc.meta)
 			if tok != nil {
