@@ -239,6 +239,7 @@ func TestFastPathAnswersAsTheSDKPath(t *testing.T) {
 		{"arguments not an object", "read_note", []any{1, 2}, false},
 		{"held until timeout", "write_note", map[string]any{"id": 2}, false},
 		{"forged decision stripped", "forger", map[string]any{}, true},
+		{"8 MiB result", "big", nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -184,6 +184,13 @@ type toolEntry struct {
 var errUpstreamDown = errors.New("upstream unavailable")
 
 func (u *upstream) client() (*mcp.ClientSession, error) {
+	cs, _, err := u.framed()
+	return cs, err
+}
+
+// framed is client, with the session's connection when the gateway may
+// write calls of its own to it (nil otherwise).
+func (u *upstream) framed() (*mcp.ClientSession, *frameConn, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.cs == nil {
@@ -191,25 +198,9 @@ func (u *upstream) client() (*mcp.ClientSession, error) {
 		if why == nil {
 			why = errUpstreamDown
 		}
-		return nil, fmt.Errorf("upstream %q is unavailable: %w", u.cfg.Name, why)
+		return nil, nil, fmt.Errorf("upstream %q is unavailable: %w", u.cfg.Name, why)
 	}
-	return u.cs, nil
-}
-
-// framed is client, and the session's connection when the gateway may
-// write calls of its own to it (nil otherwise).
-func (u *upstream) framed() (*mcp.ClientSession, *frameConn, error) {
-	u.mu.Lock()
-	cs, fc := u.cs, u.fc
-	u.mu.Unlock()
-	if cs == nil {
-		_, err := u.client()
-		if err == nil {
-			err = fmt.Errorf("upstream %q is unavailable: %w", u.cfg.Name, errUpstreamDown)
-		}
-		return nil, nil, err
-	}
-	return cs, fc, nil
+	return u.cs, u.fc, nil
 }
 
 func (u *upstream) initResult() *mcp.InitializeResult {
