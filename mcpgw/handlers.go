@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -229,10 +230,11 @@ func (g *Gateway) gateCall(ctx context.Context, s *session, tc *toolCall) (a cal
 		Client: clientRef(tc.meta, tc.extra)}
 	args, err := decodeArgs(tc.args)
 	if err != nil {
-		// Not an object: nothing to decide on. The call is refused and
-		// never reaches the upstream.
+		// Not an object, or one two readers could read differently:
+		// nothing to decide on. The call is refused and never reaches the
+		// upstream.
 		result = "refused"
-		return answer(errorResult(fmt.Sprintf("Portcullis refused the call to %q: its arguments are not a JSON object (%v).", tc.name, err), nil))
+		return answer(errorResult(fmt.Sprintf("Portcullis refused the call to %q: its arguments are not one plain JSON object (%v).", tc.name, err), nil))
 	}
 	call.Args = args
 	if g.cfg.Autonomous {
@@ -272,7 +274,10 @@ func (g *Gateway) gateCall(ctx context.Context, s *session, tc *toolCall) (a cal
 }
 
 // decodeArgs decodes a call's arguments, keeping numbers exact. Absent or
-// null arguments are an empty object.
+// null arguments are an empty object. Arguments with an object (at any
+// depth) that holds a key twice are refused: the gate would decide on the
+// last of the two values, and the upstream, which receives the arguments
+// as they came, might read the first.
 func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -287,7 +292,61 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	if args == nil {
 		return nil, errors.New("null")
 	}
+	if err := uniqueKeys(raw); err != nil {
+		return nil, err
+	}
 	return args, nil
+}
+
+// uniqueKeys reports the first key that appears twice in one object of a
+// JSON value (keys compared as decoded: "id" and "\u0069d" are one key).
+func uniqueKeys(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type level struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		top := len(stack) - 1
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if top >= 0 && stack[top].keys != nil {
+					stack[top].wantKey = true // after this value, a key
+				}
+				l := level{}
+				if d == '{' {
+					l = level{keys: map[string]bool{}, wantKey: true}
+				}
+				stack = append(stack, l)
+			default:
+				stack = stack[:top]
+			}
+			continue
+		}
+		if top < 0 || stack[top].keys == nil {
+			continue
+		}
+		if !stack[top].wantKey {
+			stack[top].wantKey = true // a value read
+			continue
+		}
+		k, _ := tok.(string)
+		if stack[top].keys[k] {
+			return fmt.Errorf("the key %q appears twice in one object", k)
+		}
+		stack[top].keys[k] = true
+		stack[top].wantKey = false
+	}
 }
 
 // forwardedArgs are the arguments an allowed call is forwarded with: as
