@@ -43,7 +43,7 @@ func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr
 	defer flushTraces()
 	// The configuration's desktop and webhook channels; the terminal and
 	// the console are the server's own.
-	nf := notifyFlags{desktop: cfg.Notify.Desktop, webhook: cfg.Notify.Webhook.URL, webhookFormat: orDefault(cfg.Notify.Webhook.Format, notify.FormatJSON), webhookHuman: cfg.Notify.Webhook.Human}
+	nf := notifyFlags{desktop: cfg.Notify.Desktop, webhook: cfg.Notify.Webhook.URL, webhookFormat: firstNonEmpty(cfg.Notify.Webhook.Format, notify.FormatJSON), webhookHuman: cfg.Notify.Webhook.Human}
 	extra, cleanup, err := nf.notifier(log)
 	if err != nil {
 		return err
