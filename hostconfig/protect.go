@@ -27,8 +27,8 @@ type Setup struct {
 	Hold    bool   // the hook's --hold
 }
 
-// scopeOf is the scope of a project directory: the user's files for "".
-func scopeOf(project string) Scope {
+// ScopeOf is the scope of a project directory: the user's files for "".
+func ScopeOf(project string) Scope {
 	if project != "" {
 		return ProjectScope
 	}
@@ -92,7 +92,7 @@ func (e Env) Protect(w io.Writer, s Setup) error {
 		res Installed
 		err error
 	)
-	scope := scopeOf(s.Project)
+	scope := ScopeOf(s.Project)
 	if s.Client.Hooked() {
 		res, err = e.InstallHook(Hook{Client: s.Client, Scope: scope, Project: s.Project,
 			Command: HookCommand(s.Binary, s.Client, polPath, s.State, s.Hold), Hold: s.Hold})
@@ -162,7 +162,7 @@ func (e Env) ProtectServer(ctx context.Context, w, stderr io.Writer, s ServerSet
 		fmt.Fprintf(w, "run the server behind the gate in your client's configuration as:\n  %s\n", line)
 		return nil
 	}
-	res, err := e.WrapMCP(Wrap{Client: s.Client, Scope: scopeOf(s.Project), Project: s.Project,
+	res, err := e.WrapMCP(Wrap{Client: s.Client, Scope: ScopeOf(s.Project), Project: s.Project,
 		Prefix: WrapperPrefix(s.Binary, polPath, string(s.Client)),
 		Add:    &Server{Name: s.Name, Command: s.Command[0], Args: s.Command[1:]}})
 	if err != nil {
@@ -208,12 +208,12 @@ func (e Env) Report(ctx context.Context, w io.Writer, project string, only []Cli
 	}
 	fmt.Fprintln(w, "doctor:")
 	if len(findings) == 0 {
-		if len(only) == 0 {
-			only = Clients
-		}
-		names := make([]string, 0, len(only))
-		for _, c := range only {
-			names = append(names, string(c))
+		names := ClientNames()
+		if len(only) > 0 {
+			names = names[:0]
+			for _, c := range only {
+				names = append(names, string(c))
+			}
 		}
 		fmt.Fprintf(w, "  no agent client found (looked for %s in %s and %s)\n", strings.Join(names, ", "), e.Home, project)
 	}

@@ -153,3 +153,21 @@ func TestReport(t *testing.T) {
 		t.Errorf("Report(json)[1] = %v; want gemini not protected, with its fix", f)
 	}
 }
+
+func TestClientNamesAndProtection(t *testing.T) {
+	names := hostconfig.ClientNames()
+	if len(names) != len(hostconfig.Clients) {
+		t.Fatalf("ClientNames() = %q; want one per client", names)
+	}
+	for i, c := range hostconfig.Clients {
+		if names[i] != string(c) {
+			t.Errorf("ClientNames()[%d] = %q; want %q", i, names[i], c)
+		}
+		if got, ok := hostconfig.ClientNamed(names[i]); !ok || got != c {
+			t.Errorf("ClientNamed(%q) = %q, %v", names[i], got, ok)
+		}
+		if p := c.Protection(); p == "" {
+			t.Errorf("%s.Protection() is empty", c)
+		}
+	}
+}

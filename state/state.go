@@ -149,13 +149,16 @@ func (p Place) Open(ctx context.Context, o OpenOptions) (portcullis.Store, error
 	return nil, &URLError{URL: RedactURL(u)}
 }
 
-// SQLitePath is the file of a sqlite: URL, as the URL names it ("" and
-// false for another store).
-func SQLitePath(u string) (string, bool) {
-	if !strings.HasPrefix(u, "sqlite:") {
-		return "", false
+// Missing returns os.Stat's error for a SQLite store file that does not
+// exist, for a command that reads only an existing store and must not
+// create an empty one; nil for any other store, or when there is no URL.
+func (p Place) Missing() error {
+	u, err := p.URL()
+	if err != nil || !strings.HasPrefix(u, "sqlite:") {
+		return nil
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:"), true
+	_, err = os.Stat(strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:"))
+	return err
 }
 
 // RedactURL hides a password in a store URL before it is shown.

@@ -53,14 +53,24 @@ func TestURL(t *testing.T) {
 	if u, err := (state.Place{State: dir}).URL(); err != nil || u != "sqlite://"+filepath.Join(dir, "portcullis.db") {
 		t.Errorf("URL(state only) = %q, %v; want SQLite in the state directory", u, err)
 	}
-	if p, ok := state.SQLitePath("sqlite://" + filepath.Join(dir, "x.db")); !ok || p != filepath.Join(dir, "x.db") {
-		t.Errorf("SQLitePath = %q, %v", p, ok)
+}
+
+func TestMissing(t *testing.T) {
+	dir := t.TempDir()
+	if err := (state.Place{State: dir}).Missing(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Missing(no store yet) = %v; want not found", err)
 	}
-	if p, ok := state.SQLitePath("sqlite:rel.db"); !ok || p != "rel.db" {
-		t.Errorf("SQLitePath(sqlite:rel.db) = %q, %v", p, ok)
+	if err := os.WriteFile(filepath.Join(dir, "portcullis.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := state.SQLitePath("postgres://db/p"); ok {
-		t.Error("SQLitePath took a postgres URL")
+	if err := (state.Place{State: dir}).Missing(); err != nil {
+		t.Errorf("Missing(store there) = %v", err)
+	}
+	if err := (state.Place{Store: "sqlite:" + filepath.Join(dir, "other.db")}).Missing(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Missing(sqlite:path) = %v; want not found", err)
+	}
+	if err := (state.Place{Store: "postgres://db/p"}).Missing(); err != nil {
+		t.Errorf("Missing(postgres) = %v; want nil", err)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/portcullis/portcullis/loadgen"
-	"github.com/portcullis/portcullis/state"
 )
 
 // runBench drives a running gateway with concurrent agent sessions (package
@@ -20,19 +19,15 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 	if len(pos) > 0 {
 		return usageError("bench takes no arguments; unexpected %q", pos[0])
 	}
-	cfg := loadgen.Config{
-		BaseURL:  strings.TrimRight(firstNonEmpty(o.gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")), loadgen.DefaultURL), "/"),
-		Sessions: o.sessions, Duration: o.duration, Count: o.count, Rate: o.rate,
-		Tools:       loadgen.Tools{Read: o.read, Write: o.write, Deny: o.deny, Shell: o.shell, ShellArg: o.shellArg},
-		CallTimeout: o.timeout, ProgressEvery: o.progress, Seed: o.seed,
-	}
+	cfg := o.cfg
+	cfg.BaseURL = strings.TrimRight(firstNonEmpty(cfg.BaseURL, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")), loadgen.DefaultURL), "/")
 	if cfg.Via, err = loadgen.ParseVia(o.via); err != nil {
 		return usageError("--via %v", err)
 	}
 	if cfg.Mix, err = loadgen.ParseMix(o.mix); err != nil {
 		return usageError("--mix: %v", err)
 	}
-	if cfg.Mix[loadgen.Shell] > 0 && o.shell == "" {
+	if cfg.Mix[loadgen.Shell] > 0 && cfg.Tools.Shell == "" {
 		cfg.Mix[loadgen.Shell] = 0 // no shell tool named: no shell commands
 	}
 	if cfg.AgentToken, err = benchToken(o.tokenFile); err != nil {
@@ -43,7 +38,7 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 			return err
 		}
 	}
-	if o.progress > 0 {
+	if cfg.ProgressEvery > 0 {
 		cfg.Progress = func(s loadgen.Snapshot) { s.WriteProgress(stderr) }
 	}
 	if o.gatewayPID > 0 {
@@ -58,12 +53,8 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 	if o.audit {
 		// Open only an existing store: a new empty one would report
 		// every decision missing.
-		if u, err := sf.url(); err == nil {
-			if path, ok := state.SQLitePath(u); ok {
-				if _, err := os.Stat(path); err != nil {
-					return fmt.Errorf("the gateway's store: %w (pass the gateway's --state or --store, or --audit=false)", err)
-				}
-			}
+		if err := sf.place().Missing(); err != nil {
+			return fmt.Errorf("the gateway's store: %w (pass the gateway's --state or --store, or --audit=false)", err)
 		}
 		st, err := sf.open(ctx, cliLogger(stderr))
 		if err != nil {
@@ -91,13 +82,9 @@ func benchToken(file string) (string, error) {
 		}
 		return "", usageError("no agent token: pass --token-file FILE or set PORTCULLIS_AGENT_TOKEN")
 	}
-	b, err := os.ReadFile(file)
+	t, err := loadgen.ReadToken(file)
 	if err != nil {
 		return "", usageError("agent token: %v", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", usageError("agent token: %s is empty", file)
 	}
 	return t, nil
 }

@@ -38,7 +38,7 @@ only with --trust-project: a cloned repository can name any command there.
 
 Exit status: 0 when everything found is protected (or nothing is installed),
 1 when something is not, 2 on bad input.`,
-		ValidArgs: clientNames(),
+		ValidArgs: hostconfig.ClientNames(),
 		Args:      cobra.OnlyValidArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env, err := hostconfig.FromOS()
@@ -50,9 +50,8 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 				return err
 			}
 			var only []hostconfig.Client
-			for _, a := range args {
-				c, _ := hostconfig.ClientNamed(a)
-				only = append(only, c)
+			for _, a := range args { // cobra.OnlyValidArgs: each names a client
+				only = append(only, hostconfig.Client(a))
 			}
 			return doctorReport(cmd.Context(), cmd.OutOrStdout(), env, project, only, asJSON, hostconfig.Probes{Project: trustProject})
 		},
@@ -61,14 +60,6 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as one JSON array")
 	c.Flags().BoolVar(&trustProject, "trust-project", false, "start the MCP servers the project's own files define (.mcp.json, .cursor/mcp.json, .gemini/settings.json) to probe them too")
 	return c
-}
-
-func clientNames() []string {
-	var out []string
-	for _, c := range hostconfig.Clients {
-		out = append(out, string(c))
-	}
-	return out
 }
 
 // doctorReport checks the clients and prints what it found; an error

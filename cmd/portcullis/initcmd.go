@@ -66,21 +66,11 @@ difference instead (--force replaces it, keeping yours as .bak).`,
 	return c
 }
 
-var clientTitles = map[hostconfig.Client]string{
-	hostconfig.ClaudeCode:    "Claude Code: a PreToolUse hook for every tool",
-	hostconfig.Codex:         "Codex CLI: PreToolUse and PermissionRequest hooks, trusted in config.toml",
-	hostconfig.Gemini:        "Gemini CLI: a BeforeTool hook for every tool",
-	hostconfig.ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
-	hostconfig.Cursor:        "Cursor: every MCP server behind portcullis mcp",
-	hostconfig.Copilot:       "GitHub Copilot CLI: a preToolUse hook for every tool",
-	hostconfig.OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
-}
-
 func newInitClientCmd(client hostconfig.Client) *cobra.Command {
 	var f initFlags
 	c := &cobra.Command{
 		Use:   string(client),
-		Short: clientTitles[client],
+		Short: client.Protection(),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runInitClient(cmd, client, &f)
@@ -117,11 +107,7 @@ func runInitClient(cmd *cobra.Command, client hostconfig.Client, f *initFlags) e
 	if err != nil {
 		return err
 	}
-	scope := hostconfig.UserScope
-	if project != "" {
-		scope = hostconfig.ProjectScope
-	}
-	if _, err := env.SettingsFile(client, scope, project); err != nil {
+	if _, err := env.SettingsFile(client, hostconfig.ScopeOf(project), project); err != nil {
 		return usageError("%v", err)
 	}
 	s := hostconfig.Setup{Client: client, Binary: exe, Project: project, Force: f.force, Hold: f.hold}

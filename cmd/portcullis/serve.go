@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
@@ -81,18 +79,8 @@ func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr
 		return err
 	}
 	defer srv.Close()
-	for _, c := range srv.CreatedTokens() {
-		fmt.Fprintf(stdout, "portcullis: created the token of agent %s (0600); clients send it as Authorization: Bearer <token>\n", c)
-	}
-	base, dir := srv.URL(), srv.StateDir()
-	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%s, %s); state in %s\n", base, plural(srv.Upstreams(), "upstream"), plural(srv.Agents(), "agent"), dir)
-	fmt.Fprintf(stdout, "portcullis: console on %s/ (log in with the token in %s)\n", base, filepath.Join(dir, "admin.token"))
-	fmt.Fprintf(stdout, "portcullis: metrics on %s/metrics (bearer token in %s)\n", base, filepath.Join(dir, "metrics.token"))
-	for _, t := range srv.Gateway().Tools() {
-		if t.Changed {
-			fmt.Fprintf(stdout, "portcullis: tool %s of upstream %s changed since it was pinned; calls are held until `portcullis tools accept %s %s`\n", t.Tool, t.Upstream, t.Upstream, t.Tool)
-		}
-	}
+	srv.WriteBanner(stdout)
+	base := srv.URL()
 	hg := heldGateway{gw: srv.Gateway(), gate: srv.Gate(), answer: func(h mcpgw.HeldCall) string {
 		return " | " + base + console.ApprovalPath(h.ApprovalID)
 	}}

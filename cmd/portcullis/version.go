@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/portcullis/portcullis/internal/buildinfo"
@@ -27,9 +26,7 @@ func runVersion(o *versionOptions, pos []string, stdout io.Writer) error {
 	}
 	b := buildinfo.Read(version, commit, date)
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(b)
+		return b.WriteJSON(stdout)
 	}
 	return b.WriteText(stdout)
 }

@@ -5,6 +5,7 @@
 package buildinfo
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -63,6 +64,13 @@ func (b Info) stamped(bi *debug.BuildInfo) Info {
 		}
 	}
 	return b
+}
+
+// WriteJSON writes b as one JSON object.
+func (b Info) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(b)
 }
 
 // WriteText writes b for people, as `portcullis version` shows it.

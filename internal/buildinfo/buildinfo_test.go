@@ -47,3 +47,14 @@ func TestWriteText(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteJSON(t *testing.T) {
+	var sb strings.Builder
+	b := Info{Version: "v1.0.0-<rc>", Go: "go1.25", Platform: "linux/amd64"}
+	if err := b.WriteJSON(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"version":"v1.0.0-<rc>","go":"go1.25","platform":"linux/amd64"}` + "\n"; sb.String() != want {
+		t.Errorf("WriteJSON = %q; want %q", sb.String(), want)
+	}
+}
