@@ -69,9 +69,19 @@ func indentJSON(raw json.RawMessage) string {
 	return buf.String()
 }
 
-// ToolPins reads the pinned tools (every Store does).
-type ToolPins interface {
+// PinStore reads the pinned tools (every Store does).
+type PinStore interface {
+	ToolPins(ctx context.Context) ([]portcullis.ToolPin, error)
 	ToolPin(ctx context.Context, upstream, tool string) (portcullis.ToolPin, bool, error)
+}
+
+// ListPins writes the pinned tools of pins as a table (WritePins).
+func ListPins(ctx context.Context, w io.Writer, pins PinStore, heldOnly bool) error {
+	ps, err := pins.ToolPins(ctx)
+	if err != nil {
+		return err
+	}
+	return WritePins(w, ps, heldOnly)
 }
 
 // ToolGate is what AcceptTool needs of the gate: accepting a held tool on
@@ -84,7 +94,7 @@ type ToolGate interface {
 // by, after writing to w what changed (WriteToolChange), and says so.
 // Errors carry the codes NOT_FOUND for a tool that is not pinned and
 // CONFLICT for one with no change waiting.
-func AcceptTool(ctx context.Context, w io.Writer, pins ToolPins, g ToolGate, upstream, tool, by string) error {
+func AcceptTool(ctx context.Context, w io.Writer, pins PinStore, g ToolGate, upstream, tool, by string) error {
 	p, ok, err := pins.ToolPin(ctx, upstream, tool)
 	if err != nil {
 		return err

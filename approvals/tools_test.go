@@ -103,6 +103,13 @@ func TestAcceptTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
+	if err := approvals.ListPins(ctx, &b, st, true); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(b.String()), "\n"); len(lines) != 3 || !strings.Contains(lines[1], "edit_note") || !strings.Contains(lines[2], "run_shell") {
+		t.Errorf("ListPins(held only) = %q; want the header and the two held tools", b.String())
+	}
+	b.Reset()
 	if err := approvals.AcceptTool(ctx, &b, st, g, "notes", "edit_note", "ana"); err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,14 @@ func (c Client) Protection() string {
 	}[c]
 }
 
+// WrappedClientNamed returns the client of that name whose MCP servers
+// init wraps in `portcullis mcp`: not a Hooked one, which sees MCP tools
+// through its hook.
+func WrappedClientNamed(name string) (Client, bool) {
+	c, ok := ClientNamed(name)
+	return c, ok && !c.Hooked()
+}
+
 // ClientNamed returns the client of that name.
 func ClientNamed(name string) (Client, bool) {
 	for _, c := range Clients {

@@ -169,5 +169,11 @@ func TestClientNamesAndProtection(t *testing.T) {
 		if p := c.Protection(); p == "" {
 			t.Errorf("%s.Protection() is empty", c)
 		}
+		if got, ok := hostconfig.WrappedClientNamed(names[i]); ok != !c.Hooked() || (ok && got != c) {
+			t.Errorf("WrappedClientNamed(%q) = %q, %v; want it only for a client that is not hooked", names[i], got, ok)
+		}
+	}
+	if _, ok := hostconfig.WrappedClientNamed("vscode"); ok {
+		t.Error("WrappedClientNamed(vscode) named a client")
 	}
 }

@@ -126,20 +126,16 @@ token itself in $PORTCULLIS_AGENT_TOKEN.`,
 	return cmd
 }
 
-type versionOptions struct {
-	json bool
-}
-
 func newVersionCmd() *cobra.Command {
-	var o versionOptions
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version [--json]",
 		Short: "The version, commit and build date",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVersion(&o, args, cmd.OutOrStdout())
+			return runVersion(asJSON, args, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print the build information as one JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the build information as one JSON object")
 	return cmd
 }

@@ -40,13 +40,9 @@ portcullis mcp with this policy, and doctor checks the client.`,
 }
 
 func runInitMCP(cmd *cobra.Command, f *initFlags, name, clientName string, server []string) error {
-	var client hostconfig.Client
-	if clientName != "" {
-		c, ok := hostconfig.ClientNamed(clientName)
-		if !ok || c.Hooked() {
-			return usageError("--client %q: want claude-desktop or cursor (a hooked client sees MCP tools through its hook)", clientName)
-		}
-		client = c
+	client, ok := hostconfig.WrappedClientNamed(clientName)
+	if clientName != "" && !ok {
+		return usageError("--client %q: want claude-desktop or cursor (a hooked client sees MCP tools through its hook)", clientName)
 	}
 	env, exe, project, err := initSetup(f)
 	if err != nil {

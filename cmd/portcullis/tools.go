@@ -21,11 +21,7 @@ func runTools(ctx context.Context, o *toolsOptions, pos []string, stdout, stderr
 	}
 	defer st.Close()
 	if len(pos) == 0 {
-		pins, err := st.ToolPins(ctx)
-		if err != nil {
-			return err
-		}
-		return approvals.WritePins(stdout, pins, o.changed)
+		return approvals.ListPins(ctx, stdout, st, o.changed)
 	}
 	if pos[0] != "accept" || len(pos) != 3 {
 		return usageError("usage: portcullis tools accept UPSTREAM TOOL")

@@ -20,12 +20,12 @@ var (
 	date    string
 )
 
-func runVersion(o *versionOptions, pos []string, stdout io.Writer) error {
+func runVersion(asJSON bool, pos []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return usageError("version: unexpected argument %q", pos[0])
 	}
 	b := buildinfo.Read(version, commit, date)
-	if o.json {
+	if asJSON {
 		return b.WriteJSON(stdout)
 	}
 	return b.WriteText(stdout)
