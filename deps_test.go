@@ -18,15 +18,19 @@ const module = "github.com/portcullis/portcullis"
 // everything. storetest is the shared
 // conformance suite for stores and imports the root.
 var layers = map[string][]string{
-	"":          {},
-	"policy":    {""},
-	"autonomy":  {""},
-	"shell":     {""},
-	"gate":      {"", "policy", "autonomy", "shell"},
-	"storetest": {""},
+	"":         {},
+	"policy":   {""},
+	"autonomy": {""},
+	"shell":    {"", "internal/jsonlines"},
+	"gate":     {"", "policy", "autonomy", "shell", "internal/jsonlines"},
+	// The loop of JSON lines in, JSON lines out that gate (decide) and
+	// shell (classify) answer; standard library only.
+	"internal/jsonlines": {},
+	"storetest":          {""},
 	// What a policy change would do, asked of the gate: policy diff
 	// compares two policies' levels, policy replay re-decides an audit
-	// log. Neither opens a store or formats output.
+	// log. Neither opens a store; each writes its own report as the
+	// command shows it, so that it is tested with the type.
 	"policydiff": {"", "policy", "gate"},
 	// policy test runs a test file's cases through gates with stand-in
 	// validators, counting budgets in memory.
@@ -37,11 +41,14 @@ var layers = map[string][]string{
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
 	// The people's side of approvals and the audit log's readers take
-	// the gate, the store, the client and the witnesses as interfaces of
-	// their own: they import only the root (approvals also the line diff
-	// of the tool definitions it shows).
-	"approvals": {"", "internal/linediff"},
+	// the gate, the store and the witnesses as interfaces of their own:
+	// they import only the root (approvals also the line diff of the tool
+	// definitions it shows, and the client, which is its Service through
+	// a running gateway and names a gateway that does not answer).
+	"approvals": {"", "client", "internal/linediff"},
 	"auditlog":  {""},
+	// The use of the budgets as people read it, from a store.
+	"budgets": {""},
 	// The LLM providers share how they report a failed request, a
 	// standard-library helper of their own.
 	"validator/internal/failure": {},

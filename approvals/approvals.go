@@ -7,11 +7,14 @@
 // requests and grants as the commands show them (text.go), and the pinned
 // MCP tools with the change a person accepts (tools.go). Blocks clears
 // the danger-zone blocks of agents, each audited with who cleared it.
+// What the people's commands do with their options, and how such a
+// command ends on an error (ExitStatus), is in people.go.
 //
 // It decides nothing itself: answers go through the gate (or the
 // gateway's), which records each with its grant and an audit row naming
 // who answered; a cleared block, which the gate does not audit, Blocks
-// records itself. It imports only the root package and the line diff.
+// records itself. It imports only the root package, the line diff and
+// the client.
 package approvals
 
 import (

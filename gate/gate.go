@@ -11,6 +11,12 @@
 // The stages run in the order docs/ARCHITECTURE.md ("The decision
 // pipeline") gives and says why each exists; each can only end the
 // decision or make it stricter.
+//
+// Beside the engine, for the commands that use it: Load builds a gate from
+// a policy file, DecideLines answers a stream of JSON-line requests
+// (`portcullis decide`), WriteExplanation writes a decision's trace for
+// people (`portcullis explain`). They read and write only what they are
+// given; the command line and the environment stay with the caller.
 package gate
 
 import (

@@ -128,19 +128,47 @@ func (e Env) Check(ctx context.Context, project string, only []Client, probe Pro
 type Probes struct {
 	Hook Probe    // a hook command (ShellProbe)
 	MCP  MCPProbe // an MCP server entry (ProbeMCPServer)
-	// Project lets MCP probes start the servers a project's own files
-	// define (.mcp.json, .cursor/mcp.json, .gemini/settings.json). Those
-	// files come with the project — a cloned repository can name any
-	// command in them — and the clients ask before running them; without
-	// Project such a server's entry is only read.
+	// Project lets probes run the hook commands and start the MCP servers
+	// a project's own files name (.claude/settings.json, .mcp.json,
+	// .cursor/hooks.json, .gemini/settings.json, .github/hooks/*.json,
+	// .opencode/plugin). Those files come with the project — a cloned
+	// repository can name any command in them — and the clients ask
+	// before running them; without Project such an entry is only read.
 	Project bool
+}
+
+// hookProbes runs the hook commands Check finds: those a project's own
+// files name only when the person trusts the project (Probes.Project).
+type hookProbes struct {
+	run     Probe
+	project string
+	trust   bool
+}
+
+// forFile is the probe for a hook command that file names: nil (read it,
+// do not run it) when the file is the project's own and the project is
+// not trusted.
+func (h hookProbes) forFile(e Env, c Client, file string) Probe {
+	if h.trust || h.project == "" || !within(file, h.project) {
+		return h.run
+	}
+	if user, err := e.HookFile(c, UserScope, ""); err == nil {
+		dir := filepath.Dir(user)
+		if c == OpenCode {
+			dir = e.openCodeDir() // its plugin/ and plugins/
+		}
+		if within(file, dir) {
+			return h.run // the user's own file, in a project that holds it
+		}
+	}
+	return nil
 }
 
 // CheckWith is Check with the probes given.
 func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Probes) []Finding {
-	probe := p.Hook
-	if probe == nil {
-		probe = ShellProbe
+	probe := hookProbes{run: p.Hook, project: project, trust: p.Project}
+	if probe.run == nil {
+		probe.run = ShellProbe
 	}
 	if p.MCP == nil {
 		p.MCP = ProbeMCPServer
@@ -230,7 +258,7 @@ type settingsHooks struct {
 // checkHooks reports on a hook client: each file of files that exists,
 // and the client as a whole when none holds a Portcullis hook although
 // the client is installed (home exists).
-func (e Env) checkHooks(ctx context.Context, c Client, files, events []string, home, dir string, probe Probe) []Finding {
+func (e Env) checkHooks(ctx context.Context, c Client, files, events []string, home, dir string, probe hookProbes) []Finding {
 	var out []Finding
 	found := false
 	var present []string
@@ -258,7 +286,7 @@ func (e Env) checkHooks(ctx context.Context, c Client, files, events []string, h
 						continue
 					}
 					found = true
-					f := e.checkHookCommand(ctx, c, file, hk.Command, dir, probe)
+					f := e.checkHookCommand(ctx, c, file, hk.Command, dir, probe.forFile(e, c, file))
 					if grp.Matcher != nil && !slices.Contains([]string{"", "*", ".*"}, *grp.Matcher) {
 						f.worsen(NotProtected, fmt.Sprintf("%s runs the hook only for tools matching %q: every other tool runs unchecked", ev, *grp.Matcher), e.fixInit(c, file))
 					}
@@ -320,7 +348,7 @@ func (f *Finding) worsen(s Status, why, fix string) {
 }
 
 // checkHookCommand checks a hook command: the binary it runs, the policy
-// it names, and what it answers to a probe.
+// it names, and what it answers to a probe (when probe is not nil).
 func (e Env) checkHookCommand(ctx context.Context, c Client, file, command, dir string, probe Probe) Finding {
 	f := Finding{Client: c, File: file, Status: Protected, Command: command}
 	fix := e.fixInit(c, file)
@@ -331,6 +359,10 @@ func (e Env) checkHookCommand(ctx context.Context, c Client, file, command, dir 
 	}
 	if f.Status == NotProtected && f.binaryMissing() {
 		return f // nothing to probe
+	}
+	if probe == nil {
+		f.Why = append(f.Why, "not run: the project's own file names the command (doctor --trust-project runs it as "+string(c)+" would)")
+		return f
 	}
 	stdout, stderr, exit, err := probe(ctx, command, dir, probeEvent(c, dir))
 	msg := strings.TrimSpace(string(stderr))

@@ -192,7 +192,7 @@ func readFlatHookFile(file string) (flatHookFile, error) {
 // (a misspelled one is ignored without a word), each blocking hook without
 // Portcullis, and each Portcullis command (its binary, its policy, a
 // probe).
-func (e Env) checkCursorHooks(ctx context.Context, files []string, dir string, probe Probe) []Finding {
+func (e Env) checkCursorHooks(ctx context.Context, files []string, dir string, probe hookProbes) []Finding {
 	var out []Finding
 	for _, file := range unique(files) {
 		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
@@ -258,7 +258,7 @@ func (e Env) checkCursorHooks(ctx context.Context, files []string, dir string, p
 					continue
 				}
 				probed[command] = true
-				c := e.checkHookCommand(ctx, Cursor, file, command, dir, probe)
+				c := e.checkHookCommand(ctx, Cursor, file, command, dir, probe.forFile(e, Cursor, file))
 				f.Command = c.Command
 				f.DefaultPolicy = f.DefaultPolicy || c.DefaultPolicy
 				cfix := fix
@@ -279,7 +279,7 @@ func (e Env) checkCursorHooks(ctx context.Context, files []string, dir string, p
 // ($COPILOT_HOME/hooks/*.json) and the project's (.github/hooks/*.json),
 // the project's only where the user trusts the folder, since Copilot
 // skips a repository's hooks until then.
-func (e Env) checkCopilotHooks(ctx context.Context, project, dir string, probe Probe) []Finding {
+func (e Env) checkCopilotHooks(ctx context.Context, project, dir string, probe hookProbes) []Finding {
 	home := e.copilotHome()
 	files, _ := filepath.Glob(filepath.Join(home, "hooks", "*.json"))
 	var projectFiles []string
@@ -305,7 +305,7 @@ func (e Env) checkCopilotHooks(ctx context.Context, project, dir string, probe P
 				continue
 			}
 			found = true
-			f := e.checkHookCommand(ctx, Copilot, file, command, dir, probe)
+			f := e.checkHookCommand(ctx, Copilot, file, command, dir, probe.forFile(e, Copilot, file))
 			if hf.Version == nil || hf.Version.String() != "1" {
 				f.worsen(NotProtected, `"version" is not 1: Copilot CLI does not read these hooks`, fix)
 			}

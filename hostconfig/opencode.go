@@ -119,7 +119,7 @@ func (e Env) installOpenCode(path string, h Hook, command string, timeout int) (
 // checkOpenCode reports on Portcullis's plugin in each of opencode's
 // plugin directories, and on opencode as a whole when none holds it
 // although opencode is installed (its configuration directory exists).
-func (e Env) checkOpenCode(ctx context.Context, project, dir string, probe Probe) []Finding {
+func (e Env) checkOpenCode(ctx context.Context, project, dir string, probe hookProbes) []Finding {
 	dirs := []string{e.openCodeDir()}
 	if project != "" {
 		dirs = append(dirs, filepath.Join(project, ".opencode"))
@@ -148,7 +148,7 @@ func (e Env) checkOpenCode(ctx context.Context, project, dir string, probe Probe
 				out = append(out, Finding{Client: OpenCode, File: file, Status: NotProtected, Why: []string{err.Error()}, Fix: fix})
 				continue
 			}
-			f := e.checkHookCommand(ctx, OpenCode, file, command, dir, probe)
+			f := e.checkHookCommand(ctx, OpenCode, file, command, dir, probe.forFile(e, OpenCode, file))
 			if perr != nil {
 				f.worsen(NotProtected, perr.Error(), fix)
 			} else {

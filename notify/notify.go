@@ -54,6 +54,8 @@ func (m Multi) Notify(ctx context.Context, n portcullis.Notice) error {
 type Writer struct {
 	mu sync.Mutex
 	w  io.Writer
+	// command: the notices of the person's own command (NewCommand).
+	command bool
 }
 
 var _ portcullis.Notifier = (*Writer)(nil)
@@ -61,9 +63,19 @@ var _ portcullis.Notifier = (*Writer)(nil)
 // NewWriter returns a notifier that writes to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
+// NewCommand returns a notifier that writes to w the notices of a
+// command the person runs themselves (portcullis unblock --reissue): a
+// block over several lines, the challenge, the code, when it expires (in
+// local time) and the command that clears it, each on its own line; any
+// other notice on one line.
+func NewCommand(w io.Writer) *Writer { return &Writer{w: w, command: true} }
+
 // Notify writes the notice's line.
 func (w *Writer) Notify(_ context.Context, n portcullis.Notice) error {
 	line := "portcullis: " + summary(n, true) + "\n"
+	if w.command {
+		line = commandText(n)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, err := io.WriteString(w.w, line); err != nil {
@@ -116,6 +128,16 @@ func summary(n portcullis.Notice, withCode bool) string {
 		fmt.Fprintf(&b, " | %s", clean(n.Link))
 	}
 	return b.String()
+}
+
+// commandText is a notice as NewCommand's writer shows it.
+func commandText(n portcullis.Notice) string {
+	if n.Kind == portcullis.NoticeBlock {
+		agent, id, code := clean(n.Agent), clean(n.ChallengeID), clean(n.Code)
+		return fmt.Sprintf("agent %s is blocked (%s)\n  challenge: %s\n  code:      %s   (valid until %s)\n  clear it:  portcullis unblock %s --challenge %s --code %s\n",
+			agent, clean(n.Reason), id, code, n.ExpiresAt.Local().Format(time.Kitchen), agent, id, code)
+	}
+	return fmt.Sprintf("%s: %s (decision %s)\n", clean(string(n.Kind)), clean(n.Reason), clean(n.DecisionID))
 }
 
 // Linked sets each notice's Link before passing it on: the page where a

@@ -88,6 +88,38 @@ func TestWriterLine(t *testing.T) {
 	}
 }
 
+// NewCommand shows a block over lines of their own, the command that
+// clears it last, its expiry in local time; other notices on one line.
+func TestCommandText(t *testing.T) {
+	n := blockNotice()
+	until := n.ExpiresAt.Local().Format(time.Kitchen)
+	tests := []struct {
+		notice portcullis.Notice
+		want   string
+	}{
+		{n, "agent bot is blocked (rm -rf / is in the danger zone)\n  challenge: chl_abc\n  code:      K7P2QX   (valid until " + until + ")\n  clear it:  portcullis unblock bot --challenge chl_abc --code K7P2QX\n"},
+		{approvalNotice(), "approval: Destructive operation, permanently removes data (decision d2)\n"},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		if err := notify.NewCommand(&buf).Notify(context.Background(), tt.notice); err != nil {
+			t.Fatal(err)
+		}
+		if got := buf.String(); got != tt.want {
+			t.Errorf("NewCommand wrote\n%q; want\n%q", got, tt.want)
+		}
+	}
+	// An agent's name cannot add lines or send terminal escapes.
+	n.Agent = "bot\n  code:      AAAAAA\x1b[2K"
+	var buf bytes.Buffer
+	if err := notify.NewCommand(&buf).Notify(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); strings.Count(got, "\n") != 4 || strings.ContainsRune(got, '\x1b') {
+		t.Errorf("NewCommand wrote %q; want four lines without escapes", got)
+	}
+}
+
 // An agent's text cannot break the line or send terminal escapes.
 func TestWriterCleansAgentText(t *testing.T) {
 	n := blockNotice()

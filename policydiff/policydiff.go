@@ -4,7 +4,8 @@
 // decides it.
 //
 // It builds gates without stores or validators and asks them only for
-// levels: it decides no call, writes nothing and formats nothing.
+// levels: it decides no call and writes nothing but the report, as the
+// command shows it (WriteText, WriteJSON).
 package policydiff
 
 import (
@@ -76,6 +77,20 @@ func Compare(before, after *portcullis.Policy) (*Report, error) {
 	r.Levels = effectiveLevels(pols, gates)
 	r.Equal = len(r.Changes) == 0 && r.LevelsChanged() == 0
 	return r, nil
+}
+
+// CompareFiles loads the policy files at oldPath and newPath and compares
+// them. Its errors are policy.Load's, or Compare's.
+func CompareFiles(oldPath, newPath string) (*Report, error) {
+	var pols [2]*portcullis.Policy
+	for i, path := range []string{oldPath, newPath} {
+		p, _, err := policy.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		pols[i] = p
+	}
+	return Compare(pols[0], pols[1])
 }
 
 // LevelsChanged counts the tools whose level or mode changes.

@@ -8,6 +8,7 @@ package policytest
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
@@ -72,4 +73,27 @@ type standIn struct{ v portcullis.Verdict }
 
 func (s standIn) Validate(context.Context, portcullis.ValidationRequest) (portcullis.Verdict, error) {
 	return s.v, nil
+}
+
+// RunFiles loads and runs the test files at paths, in order. It returns
+// the results of the files that ran, and an error for each file that did
+// not: one that does not load (policy.LoadTests's error), or whose policy
+// the gate cannot compile ("FILE: ...").
+func RunFiles(ctx context.Context, paths []string) ([]policy.CaseResult, []error) {
+	var results []policy.CaseResult
+	var errs []error
+	for _, path := range paths {
+		tf, err := policy.LoadTests(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rs, err := Run(ctx, tf)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			continue
+		}
+		results = append(results, rs...)
+	}
+	return results, errs
 }

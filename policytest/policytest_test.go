@@ -2,6 +2,10 @@ package policytest_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,5 +158,55 @@ func TestGates(t *testing.T) {
 	}
 	if len(gates) != 4 {
 		t.Errorf("Gates gave %d gates; want 4", len(gates))
+	}
+}
+
+func TestRunFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := write("good_test.yaml", `
+policy:
+  version: 1
+  tools:
+    list_elements: {endpoint: READ}
+cases:
+  - name: reads are allowed
+    request: {tool: list_elements}
+    want: {outcome: allow}
+  - name: a wrong expectation
+    request: {tool: list_elements}
+    want: {outcome: deny}
+`)
+	refused := write("refused_test.yaml", `
+policy:
+  version: 1
+  tools:
+    Bash: {endpoint: EXECUTE, shellArg: command}
+  shell:
+    rules:
+      - {pattern: [git, push], decision: deny, match: [git status]}
+cases:
+  - name: never runs
+    request: {tool: Bash, args: {command: ls}}
+    want: {outcome: allow}
+`)
+	missing := filepath.Join(dir, "missing_test.yaml")
+
+	results, errs := policytest.RunFiles(context.Background(), []string{missing, good, refused})
+	var got []string
+	for _, r := range results {
+		got = append(got, fmt.Sprintf("%s %v", r.Case.Name, r.Passed()))
+	}
+	if want := []string{"reads are allowed true", "a wrong expectation false"}; !slices.Equal(got, want) {
+		t.Errorf("RunFiles results = %q; want %q", got, want)
+	}
+	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "missing_test.yaml") || !strings.HasPrefix(errs[1].Error(), refused+": ") {
+		t.Errorf("RunFiles errors = %v; want the missing file's, then %q", errs, refused+": ...")
 	}
 }

@@ -27,8 +27,9 @@
 // command or a path that was redacted cannot be classified again.
 //
 // The package reads the log through the small Log interface and decides
-// through package gate; it does not open stores, parse flags or format
-// output.
+// through package gate; it does not open stores or parse flags. It writes
+// its report as the command shows it (Printer, Summary.WriteText), so that
+// the text is tested with the types.
 package replay
 
 import (

@@ -81,6 +81,38 @@ func WitnessToken(file, env string) (string, error) {
 	return "", nil
 }
 
+// WitnessSources returns the witnesses of `audit verify --witness`
+// (specs as witness.Parse reads them), whose kept heads are read back,
+// from HTTP witnesses with the bearer token in tokenFile.
+func WitnessSources(specs []string, tokenFile string, stderr io.Writer) ([]auditlog.HeadSource, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	tok, err := WitnessToken(tokenFile, "")
+	if err != nil {
+		return nil, fmt.Errorf("--witness-token-file: %v", err)
+	}
+	var out []auditlog.HeadSource
+	for _, spec := range specs {
+		if spec == "stderr" {
+			return nil, errors.New("--witness stderr: give the file the supervisor kept the lines in")
+		}
+		w, err := witness.Parse(spec, stderr)
+		if err != nil {
+			return nil, fmt.Errorf("--witness: %v", err)
+		}
+		if h, ok := w.(*witness.HTTP); ok {
+			h.Token = tok
+		}
+		r, ok := w.(witness.Reader)
+		if !ok {
+			return nil, fmt.Errorf("--witness %s: its heads cannot be read back", spec)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // HeadMAC signs a published head with the state directory's audit key.
 // It is not the prune checkpoint's MAC: a head must not pass for a
 // checkpoint.

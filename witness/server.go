@@ -1,16 +1,20 @@
 package witness
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Server is a reference HTTP witness: it keeps the heads of any number of
@@ -29,6 +33,33 @@ type Server struct {
 	Logger *slog.Logger
 
 	mu sync.Mutex
+}
+
+// ListenAndServe serves s on addr (HOST:PORT) until ctx ends, then shuts
+// down, waiting up to 10 seconds for the requests in flight; ready, when
+// set, is told the address it listens on first.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shut)
 }
 
 // validName is a gateway's name under /heads/.

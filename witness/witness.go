@@ -115,6 +115,19 @@ func encodeHead(h Head) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// ParseAll makes the witnesses of specs, each as Parse does.
+func ParseAll(specs []string, stderr io.Writer) ([]Witness, error) {
+	var out []Witness
+	for _, s := range specs {
+		w, err := Parse(s, stderr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
 // Parse makes a witness of a command-line spec: an http:// or https:// URL
 // (an HTTP witness), "stderr" (standard error, given as w), or a file path.
 func Parse(spec string, stderr io.Writer) (Witness, error) {

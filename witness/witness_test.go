@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -274,5 +276,58 @@ func TestStreamLinesReadBack(t *testing.T) {
 	}
 	if _, err := (&witness.File{Path: filepath.Join(t.TempDir(), "none")}).Heads(context.Background()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Heads of a missing file: %v; want not exist", err)
+	}
+}
+
+// ListenAndServe serves the witness until its context ends, telling its
+// address first.
+func TestListenAndServe(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- (&witness.Server{Dir: dir, Token: "wt"}).ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addr <- a.String() })
+	}()
+	url := "http://" + <-addr + "/heads/gw1"
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer wt")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s = %d; want 200", url, resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ListenAndServe after its context ended = %v; want nil", err)
+	}
+	if err := (&witness.Server{Dir: dir}).ListenAndServe(context.Background(), "127.0.0.1:-1", nil); err == nil || !strings.HasPrefix(err.Error(), "listen on 127.0.0.1:-1: ") {
+		t.Errorf("ListenAndServe(bad address) = %v", err)
+	}
+}
+
+func TestParseAll(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "heads.jsonl")
+	ws, err := witness.ParseAll([]string{"https://witness.example/heads/gw1", file, "stderr"}, io.Discard)
+	if err != nil || len(ws) != 3 {
+		t.Fatalf("ParseAll = %v, %v; want three witnesses", ws, err)
+	}
+	if _, ok := ws[0].(*witness.HTTP); !ok {
+		t.Errorf("ParseAll[0] = %T; want *witness.HTTP", ws[0])
+	}
+	if _, ok := ws[1].(*witness.File); !ok {
+		t.Errorf("ParseAll[1] = %T; want *witness.File", ws[1])
+	}
+	if _, err := witness.ParseAll([]string{file, ""}, io.Discard); err == nil {
+		t.Error("ParseAll with an empty spec = nil; want an error")
+	}
+	if ws, err := witness.ParseAll(nil, io.Discard); err != nil || len(ws) != 0 {
+		t.Errorf("ParseAll(none) = %v, %v", ws, err)
 	}
 }

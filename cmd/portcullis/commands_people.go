@@ -1,146 +1,226 @@
 package main
 
 import (
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/approvals"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/notify"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // The people's commands: approval requests, grants and danger-zone blocks.
+// They talk to a running gateway's approvals API (--gateway URL or
+// $PORTCULLIS_GATEWAY, with the human token) or, when no gateway is named,
+// to the store itself through a gate, which audits each action with who
+// did it: either is an approvals.Service.
 
 const peopleLong = `
 Without --gateway (or $PORTCULLIS_GATEWAY) the store of --state/--store is
 used directly; with it, the gateway's approvals API with its human token.`
 
-type approvalsOptions struct {
-	people         peopleFlags
-	status         string
-	session, agent string
-	limit          int
-	json, watch    bool
-	interval       time.Duration
+// peopleFlags are the flags of the people's commands.
+type peopleFlags struct {
+	state                  stateFlags
+	gateway, tokenFile, as string
+}
+
+func (p *peopleFlags) register(fs *pflag.FlagSet) {
+	p.state.register(fs)
+	fs.StringVar(&p.gateway, "gateway", "", "a running gateway's `URL` (default $PORTCULLIS_GATEWAY); without one, the store is used directly")
+	fs.StringVar(&p.tokenFile, "token-file", "", "`file` holding the gateway's human token (default admin.token in the state directory)")
+	fs.StringVar(&p.as, "as", "", "who is acting, for the audit log (default the user running the command)")
+}
+
+// do hands fn the people's API the flags name, and ends the command as
+// approvals.ExitStatus says: the gateway's, as $USER, with the human
+// token; or the store's, through a gate, as the account running the
+// command.
+func (p *peopleFlags) do(cmd *cobra.Command, fn func(ctx context.Context, s approvals.Service, w io.Writer) error) error {
+	ctx, log := cmd.Context(), cliLogger(cmd.ErrOrStderr())
+	var s approvals.Service
+	if url := cmp.Or(p.gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY"))); url != "" {
+		token, err := p.token()
+		if err != nil {
+			return err
+		}
+		name := cmp.Or(p.as, strings.TrimSpace(os.Getenv("USER")), strings.TrimPrefix(approvals.Account(), "cli:"))
+		if s, err = approvals.Remote(url, token, name); err != nil {
+			return err
+		}
+	} else {
+		st, err := p.state.open(ctx, log)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithLogger(log))
+		if err != nil {
+			return err
+		}
+		s = &approvals.Local{Store: st, Gate: g, By: cmp.Or(p.as, approvals.Account())}
+	}
+	err := fn(ctx, s, cmd.OutOrStdout())
+	if code, msg, ok := approvals.ExitStatus(err); ok {
+		return &exitError{code: code, msg: msg}
+	}
+	return err
+}
+
+// token reads the human token: --token-file, else admin.token in the
+// state directory (which `portcullis serve` shares when it runs on this
+// machine).
+func (p *peopleFlags) token() (string, error) {
+	if p.tokenFile != "" {
+		return approvals.ReadToken(p.tokenFile)
+	}
+	dir, err := p.state.dir(false)
+	if err != nil {
+		return "", err
+	}
+	t, err := readSecret(dir, "admin.token")
+	if err != nil {
+		return "", usageError("no human token for the gateway: %v (pass --token-file FILE, the gateway's admin.token)", err)
+	}
+	return t, nil
 }
 
 func newApprovalsCmd() *cobra.Command {
-	var o approvalsOptions
+	var people peopleFlags
+	var o approvals.ListOptions
 	cmd := &cobra.Command{
 		Use:   "approvals [ID] [flags]",
 		Short: "Pending approval requests (one in full; --watch: new ones and answers as they come)",
 		Long:  "Approval requests: the pending ones, or one in full by ID; --watch prints new ones\nand answers as they come.\n" + peopleLong,
 		Example: `  portcullis approvals --watch
   portcullis approvals apr_1`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApprovals(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			if _, err := o.Filter(ids); err != nil {
+				return usageError("%v", err)
+			}
+			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+				return approvals.List(ctx, s, o, ids, w)
+			})
 		},
 	}
 	fs := cmd.Flags()
-	o.people.register(fs)
-	fs.StringVar(&o.status, "status", "pending", "which requests: pending, approved, denied, expired or all")
-	fs.StringVar(&o.session, "session", "", "only this session's requests")
-	fs.StringVar(&o.agent, "agent", "", "only this agent's requests")
-	fs.IntVar(&o.limit, "limit", 100, "at most this many requests, newest first")
-	fs.BoolVar(&o.json, "json", false, "one JSON object per request and line")
-	fs.BoolVar(&o.watch, "watch", false, "keep watching: print requests as they arrive and as they are answered, until interrupted")
-	fs.DurationVar(&o.interval, "interval", time.Second, "with --watch, how often to look")
+	people.register(fs)
+	fs.StringVar(&o.Status, "status", "pending", "which requests: pending, approved, denied, expired or all")
+	fs.StringVar(&o.Session, "session", "", "only this session's requests")
+	fs.StringVar(&o.Agent, "agent", "", "only this agent's requests")
+	fs.IntVar(&o.Limit, "limit", 100, "at most this many requests, newest first")
+	fs.BoolVar(&o.JSON, "json", false, "one JSON object per request and line")
+	fs.BoolVar(&o.Watch, "watch", false, "keep watching: print requests as they arrive and as they are answered, until interrupted")
+	fs.DurationVar(&o.Interval, "interval", time.Second, "with --watch, how often to look")
 	return cmd
 }
 
-type approveOptions struct {
-	people  peopleFlags
-	session bool
-}
-
 func newApproveCmd() *cobra.Command {
-	var o approveOptions
+	var people peopleFlags
+	var session bool
 	cmd := &cobra.Command{
 		Use:     "approve ID [--session]",
 		Short:   "Approve a request once, or for the rest of its session",
 		Long:    "Approve a request once, or for the rest of its session (--session).\n" + peopleLong,
 		Example: `  portcullis approve apr_1 --session`,
-		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApprove(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if len(args) != 1 {
+				return usageError("approve takes one request ID (portcullis approvals lists them)")
+			}
+			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+				return approvals.Approve(ctx, s, args[0], session, w)
+			})
 		},
 	}
-	fs := cmd.Flags()
-	o.people.register(fs)
-	fs.BoolVar(&o.session, "session", false, "approve the tool for the rest of the call's session (CONFIRM_SESSION calls only)")
+	people.register(cmd.Flags())
+	cmd.Flags().BoolVar(&session, "session", false, "approve the tool for the rest of the call's session (CONFIRM_SESSION calls only)")
 	return cmd
 }
 
-type denyOptions struct {
-	people peopleFlags
-	reason string
-}
-
 func newDenyCmd() *cobra.Command {
-	var o denyOptions
+	var people peopleFlags
+	var reason string
 	cmd := &cobra.Command{
 		Use:     "deny ID --reason TEXT",
 		Short:   "Deny a request; the agent is shown the reason",
 		Long:    "Deny a request; the agent is shown the reason.\n" + peopleLong,
 		Example: `  portcullis deny apr_1 --reason "not on the production database"`,
-		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDeny(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if len(args) != 1 {
+				return usageError("deny takes one request ID (portcullis approvals lists them)")
+			}
+			if strings.TrimSpace(reason) == "" {
+				return usageError("deny %s needs --reason TEXT: the agent is shown it", args[0])
+			}
+			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+				return approvals.Deny(ctx, s, args[0], reason, w)
+			})
 		},
 	}
-	fs := cmd.Flags()
-	o.people.register(fs)
-	fs.StringVar(&o.reason, "reason", "", "why, in words the agent will be shown (required)")
+	people.register(cmd.Flags())
+	cmd.Flags().StringVar(&reason, "reason", "", "why, in words the agent will be shown (required)")
 	return cmd
 }
 
-type grantsOptions struct {
-	people  peopleFlags
-	session string
-	json    bool
-}
-
 func newGrantsCmd() *cobra.Command {
-	var o grantsOptions
-	run := func(cmd *cobra.Command, pos []string) error {
-		return runGrants(cmd.Context(), &o, pos, cmd.OutOrStdout(), cmd.ErrOrStderr())
-	}
+	var people peopleFlags
+	var session string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "grants [--session S] [--json]",
 		Short: "The live grants; revoke some",
 		Long:  "The live grants: what was approved for a session, or for longer.\n" + peopleLong,
 		Args:  cobra.ArbitraryArgs,
-		RunE:  run,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("unknown grants command %q (want revoke)", args[0])
+			}
+			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+				return approvals.ListGrants(ctx, s, session, asJSON, w)
+			})
+		},
 	}
 	fs := cmd.Flags()
-	o.people.register(fs)
-	fs.StringVar(&o.session, "session", "", "only this session's grants")
-	fs.BoolVar(&o.json, "json", false, "one JSON object per grant and line")
+	people.register(fs)
+	fs.StringVar(&session, "session", "", "only this session's grants")
+	fs.BoolVar(&asJSON, "json", false, "one JSON object per grant and line")
 	revoke := &cobra.Command{
 		Use:     "revoke ID...",
 		Short:   "Revoke grants",
 		Long:    "Revoke grants by ID (portcullis grants lists them).\n" + peopleLong,
 		Example: `  portcullis grants revoke grt_1 grt_2`,
-		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd, append([]string{"revoke"}, args...))
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			if len(ids) == 0 {
+				return usageError("grants revoke takes one or more grant IDs (portcullis grants lists them)")
+			}
+			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+				return approvals.Revoke(ctx, s, ids, w)
+			})
 		},
 	}
-	o.people.register(revoke.Flags())
+	people.register(revoke.Flags())
 	cmd.AddCommand(revoke)
 	return cmd
 }
 
-type unblockOptions struct {
-	state      stateFlags
-	notify     notifyFlags
-	challenge  string
-	code       string
-	reissue    bool
-	adminToken string
-	all, list  bool
-}
-
+// newUnblockCmd clears danger-zone blocks: with the challenge's code, by a
+// new code (--reissue), or as the administrator (--admin-token, for one
+// agent or --all).
 func newUnblockCmd() *cobra.Command {
-	var o unblockOptions
+	var sf stateFlags
+	var nf notifyFlags
+	var challenge, code, adminToken string
+	var reissue, all, list bool
 	cmd := &cobra.Command{
 		Use:   "unblock AGENT --challenge ID --code CODE",
 		Short: "Clear a danger-zone block (--reissue: a new code; --list)",
@@ -151,19 +231,55 @@ clear as the administrator (--admin-token, --all), or list the blocked agents.`,
   portcullis unblock claude-code --reissue
   portcullis unblock --all --admin-token "$(cat admin.token)"
   portcullis unblock --list`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runUnblock(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if nf.set() && !reissue {
+				return usageError("--notify-* applies only with --reissue (where the new code is sent)")
+			}
+			log := cliLogger(cmd.ErrOrStderr())
+			// The new code of --reissue is printed here (a human channel:
+			// the shell classifier blocks agents from running this
+			// command) and sent to the channels of the --notify-* flags.
+			extra, cleanup, err := nf.notifier(log)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			return withStore(cmd, &sf, func(ctx context.Context, st portcullis.Store, stdout io.Writer) error {
+				g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(notify.Multi{notify.NewCommand(stdout), extra}), gate.WithLogger(log))
+				if err != nil {
+					return err
+				}
+				if adminToken != "" && !list {
+					dir, err := sf.dir(true)
+					if err != nil {
+						return err
+					}
+					want, err := secretFile(dir, "admin.token")
+					if err != nil {
+						return fmt.Errorf("admin token: %w", err)
+					}
+					if subtle.ConstantTimeCompare([]byte(adminToken), []byte(want)) != 1 {
+						log.Warn("unblock refused", "severity", "HIGH", "type", "ADMIN_TOKEN_MISMATCH")
+						return &exitError{code: 1, msg: "wrong admin token"}
+					}
+				}
+				blocks := &approvals.Blocks{Store: st, Gate: g, By: approvals.Account()}
+				err = blocks.Do(ctx, approvals.UnblockRequest{Agents: pos, List: list, Admin: adminToken != "", All: all, Reissue: reissue, Challenge: challenge, Code: code}, stdout)
+				if re := (*approvals.RefusedError)(nil); errors.As(err, &re) {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				return err
+			})
 		},
 	}
 	fs := cmd.Flags()
-	o.state.register(fs)
-	fs.StringVar(&o.challenge, "challenge", "", "the challenge `id` the agent was given")
-	fs.StringVar(&o.code, "code", "", "the verification `code` shown on a human channel")
-	fs.BoolVar(&o.reissue, "reissue", false, "replace a lost or expired code; the new one is printed here")
-	fs.StringVar(&o.adminToken, "admin-token", "", "clear without a code, as the administrator (the token is in admin.token in the state directory)")
-	fs.BoolVar(&o.all, "all", false, "with --admin-token: clear every block")
-	fs.BoolVar(&o.list, "list", false, "list the blocked agents")
-	o.notify.register(fs)
+	sf.register(fs)
+	fs.StringVar(&challenge, "challenge", "", "the challenge `id` the agent was given")
+	fs.StringVar(&code, "code", "", "the verification `code` shown on a human channel")
+	fs.BoolVar(&reissue, "reissue", false, "replace a lost or expired code; the new one is printed here")
+	fs.StringVar(&adminToken, "admin-token", "", "clear without a code, as the administrator (the token is in admin.token in the state directory)")
+	fs.BoolVar(&all, "all", false, "with --admin-token: clear every block")
+	fs.BoolVar(&list, "list", false, "list the blocked agents")
+	nf.register(fs)
 	return cmd
 }

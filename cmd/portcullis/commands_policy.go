@@ -1,12 +1,25 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/policy"
+	"github.com/portcullis/portcullis/policydiff"
+	"github.com/portcullis/portcullis/policytest"
 )
 
 // The commands that decide requests and check policies: decide, explain,
-// classify and the policy group.
+// classify and the policy group. Their work is in packages gate, shell,
+// policy, policytest, policydiff and replay; here are their flags, the
+// one call each makes and its exit status.
 
 type decideOptions struct {
 	policy string
@@ -37,13 +50,9 @@ stops the run with exit status 2 and a message naming the line.`,
 	return cmd
 }
 
-type explainOptions struct {
-	policy string
-	json   bool
-}
-
 func newExplainCmd() *cobra.Command {
-	var o explainOptions
+	var policyFlag string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "explain REQUEST",
 		Short: "Show which stage decided a request and why",
@@ -54,21 +63,50 @@ Nothing is recorded.`,
   echo '{"tool": "create_element"}' | portcullis explain --json -`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExplain(cmd.Context(), &o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if len(args) != 1 {
+				return usageError(`explain takes one request, e.g. portcullis explain --policy policy.yaml '{"tool": "delete_element"}'`)
+			}
+			raw := []byte(args[0])
+			if args[0] == "-" {
+				var err error
+				if raw, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), portcullis.MaxRequestBytes+1)); err != nil {
+					return fmt.Errorf("read request: %w", err)
+				}
+			}
+			call, err := portcullis.DecodeCall(raw)
+			if err != nil {
+				return usageError("request: %v", err)
+			}
+			path, err := policyPath(policyFlag)
+			if err != nil {
+				return err
+			}
+			g, err := loadGate(path, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			// Explain decides without side effects.
+			d, err := g.Explain(cmd.Context(), call)
+			if err != nil {
+				return usageError("request: %v", err)
+			}
+			if !asJSON {
+				return gate.WriteExplanation(cmd.OutOrStdout(), call, d)
+			}
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			return enc.Encode(d)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.policy, "policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
-	fs.BoolVar(&o.json, "json", false, "print the decision as JSON instead of text")
+	fs.StringVar(&policyFlag, "policy", "", "policy `file` (default $PORTCULLIS_POLICY)")
+	fs.BoolVar(&asJSON, "json", false, "print the decision as JSON instead of text")
 	return cmd
 }
 
-type classifyOptions struct {
-	policy string
-}
-
 func newClassifyCmd() *cobra.Command {
-	var o classifyOptions
+	var policyFlag string
 	cmd := &cobra.Command{
 		Use:         "classify [--policy FILE] [-- COMMAND WORDS...]",
 		Annotations: map[string]string{annotationFlagsFirst: "yes"},
@@ -80,10 +118,30 @@ classification JSON line is printed per command.`,
   echo '{"command": "curl https://example.com | sh"}' | portcullis classify`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runClassify(cmd.Context(), &o, args, cmd.ArgsLenAtDash(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			// The words after -- are the command; nothing may stand before it.
+			dashAt := cmd.ArgsLenAtDash()
+			if dashAt > 0 || (dashAt < 0 && len(args) > 0) {
+				return usageError("classify: unexpected argument %q (put the command after --: portcullis %s)", args[0], cmd.Use)
+			}
+			if dashAt == 0 && len(args) == 0 {
+				return usageError("classify: no command after --")
+			}
+			c, err := newShellClassifier(policyFlag, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if dashAt < 0 {
+				return c.ClassifyLines(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			}
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(c.Classify(strings.Join(args, " "))); err != nil {
+				return fmt.Errorf("write classification: %w", err)
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.policy, "policy", "", "policy `file` whose shell.rules apply (default $PORTCULLIS_POLICY; none: the built-in knowledge only)")
+	cmd.Flags().StringVar(&policyFlag, "policy", "", "policy `file` whose shell.rules apply (default $PORTCULLIS_POLICY; none: the built-in knowledge only)")
 	// The flags come first: a command's words are not classify's flags.
 	cmd.Flags().SetInterspersed(false)
 	return cmd
@@ -96,12 +154,8 @@ See docs/POLICY.md for the policy file.`,
 		newPolicyLintCmd(), newPolicyTestCmd(), newPolicyDiffCmd(), newPolicyReplayCmd(), newPolicyShowDefaultCmd())
 }
 
-type policyLintOptions struct {
-	strict bool
-}
-
 func newPolicyLintCmd() *cobra.Command {
-	var o policyLintOptions
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "lint [--strict] FILE",
 		Short: "Check a policy file and print its warnings",
@@ -110,19 +164,31 @@ func newPolicyLintCmd() *cobra.Command {
 Exit status: 0 when it loads (1 with --strict and warnings), 2 when it does not.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPolicyLint(&o, args, cmd.OutOrStdout())
+			if len(args) != 1 {
+				return usageError("policy lint takes one policy file")
+			}
+			pol, warnings, err := policy.Load(args[0])
+			if err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
+			if _, err := gate.New(pol); err != nil {
+				return &exitError{code: 2, msg: fmt.Sprintf("%s: %v", args[0], err)}
+			}
+			if err := policy.WriteLint(cmd.OutOrStdout(), args[0], pol, warnings); err != nil {
+				return err
+			}
+			if strict && len(warnings) > 0 {
+				return &exitError{code: 1}
+			}
+			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&o.strict, "strict", false, "exit 1 when there are warnings")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when there are warnings")
 	return cmd
 }
 
-type policyTestOptions struct {
-	verbose bool
-}
-
 func newPolicyTestCmd() *cobra.Command {
-	var o policyTestOptions
+	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "test [-v] FILE...",
 		Short: "Run policy unit-test files",
@@ -131,21 +197,34 @@ func newPolicyTestCmd() *cobra.Command {
 Exit status: 0 when every case passes, 1 when one fails, 2 when a file does not load.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPolicyTest(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if len(args) == 0 {
+				return usageError("policy test takes one or more test files")
+			}
+			results, errs := policytest.RunFiles(cmd.Context(), args)
+			for _, err := range errs {
+				fmt.Fprintln(cmd.ErrOrStderr(), "portcullis: "+err.Error())
+			}
+			if len(errs) == len(args) {
+				return &exitError{code: 2} // nothing ran: the errors alone, no "0 passed, 0 failed"
+			}
+			failed := policy.FormatResults(cmd.OutOrStdout(), results, verbose)
+			switch {
+			case len(errs) > 0:
+				return &exitError{code: 2}
+			case failed > 0:
+				return &exitError{code: 1}
+			}
+			return nil
 		},
 	}
 	fs := cmd.Flags()
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "list passing cases too")
+	fs.BoolVarP(&verbose, "verbose", "v", false, "list passing cases too")
 	aliasFlag(fs, "v", "verbose")
 	return cmd
 }
 
-type policyDiffOptions struct {
-	json, all bool
-}
-
 func newPolicyDiffCmd() *cobra.Command {
-	var o policyDiffOptions
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "diff [--json] [--all] OLD NEW",
 		Short: "What changes between two policies: tools, elements, effective levels",
@@ -154,12 +233,27 @@ func newPolicyDiffCmd() *cobra.Command {
 Exit status: 0 when they decide alike, 1 when they differ (like diff), 2 when one does not load.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPolicyDiff(&o, args, cmd.OutOrStdout())
+			if len(args) != 2 {
+				return usageError("policy diff takes two policy files: OLD NEW")
+			}
+			d, err := policydiff.CompareFiles(args[0], args[1])
+			if err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
+			if asJSON {
+				err = d.WriteJSON(cmd.OutOrStdout())
+			} else {
+				err = d.WriteText(cmd.OutOrStdout(), all)
+			}
+			if err == nil && !d.Equal {
+				return &exitError{code: 1} // like diff
+			}
+			return err
 		},
 	}
 	fs := cmd.Flags()
-	fs.BoolVar(&o.json, "json", false, "print the difference as one JSON object")
-	fs.BoolVar(&o.all, "all", false, "list every tool's effective level, not only those that change")
+	fs.BoolVar(&asJSON, "json", false, "print the difference as one JSON object")
+	fs.BoolVar(&all, "all", false, "list every tool's effective level, not only those that change")
 	return cmd
 }
 
@@ -207,7 +301,11 @@ func newPolicyShowDefaultCmd() *cobra.Command {
 		Example: `  portcullis policy show-default > policy.yaml`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPolicyShowDefault(args, cmd.OutOrStdout())
+			if len(args) > 0 {
+				return usageError("policy show-default takes no arguments; unexpected %q", args[0])
+			}
+			_, err := cmd.OutOrStdout().Write(policy.DefaultYAML())
+			return err
 		},
 	}
 }

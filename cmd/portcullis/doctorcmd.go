@@ -33,8 +33,9 @@ is checked too: one behind portcullis mcp is started as the client would
 start it (same command, arguments and env) and must answer the MCP handshake
 and list its tools through the gate; one that is not is not protected,
 unless a Portcullis hook of the same client (Claude Code, Gemini CLI)
-decides its calls. Servers that a project's own files define are started
-only with --trust-project: a cloned repository can name any command there.
+decides its calls. The hook commands and servers that a project's own files
+name are run or started only with --trust-project: a cloned repository can
+name any command there.
 
 Exit status: 0 when everything found is protected (or nothing is installed),
 1 when something is not, 2 on bad input.`,
@@ -58,7 +59,7 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 	}
 	c.Flags().StringVar(&dir, "dir", "", "the project `directory` whose settings are checked too (default: the current one)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the findings as one JSON array")
-	c.Flags().BoolVar(&trustProject, "trust-project", false, "start the MCP servers the project's own files define (.mcp.json, .cursor/mcp.json, .gemini/settings.json) to probe them too")
+	c.Flags().BoolVar(&trustProject, "trust-project", false, "run the hook commands and start the MCP servers that the project's own files name, to probe them too")
 	return c
 }
 

@@ -1,25 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/replay"
+	"github.com/portcullis/portcullis/sqlite"
 )
 
 // `portcullis policy replay` re-decides the calls recorded in the audit log
-// under a new policy (package replay) and prints every decision whose
-// outcome or level would change: a table, or JSON lines.
+// under a new policy and prints every decision whose outcome or level would
+// change (package replay, which also writes them: a table, or JSON lines).
 
 func runPolicyReplay(ctx context.Context, o *policyReplayOptions, pos []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
@@ -42,9 +38,7 @@ func runPolicyReplay(ctx context.Context, o *policyReplayOptions, pos []string, 
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
-	for _, w := range warnings {
-		fmt.Fprintln(stderr, "warning: "+w.String())
-	}
+	policy.WriteWarnings(stderr, warnings)
 	if err := o.state.mustExist(); err != nil {
 		return err
 	}
@@ -70,58 +64,10 @@ func runPolicyReplay(ctx context.Context, o *policyReplayOptions, pos []string, 
 	}
 	if o.progress > 0 {
 		opts.ProgressEvery = o.progress
-		opts.OnProgress = func(p replay.Progress) {
-			fmt.Fprintf(stderr, "replayed %s (up to row %d), %s so far…\n", plural(p.Scanned, "row"), p.Seq, plural(p.Changed, "change"))
-		}
+		opts.OnProgress = func(p replay.Progress) { fmt.Fprintln(stderr, p) }
 	}
-
-	out := bufio.NewWriterSize(stdout, 64<<10)
-	var table *tabwriter.Writer
-	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		opts.OnChange = func(c *replay.Change) error { return enc.Encode(c) }
-	} else {
-		table = tabwriter.NewWriter(&trimSpaces{w: out}, 0, 4, 2, ' ', 0)
-		rows := 0
-		opts.OnChange = func(c *replay.Change) error {
-			if rows == 0 {
-				fmt.Fprintln(table, "SEQ\tTIME\tAGENT\tSESSION\tTOOL\tOLD\tNEW\tNOTES")
-			}
-			rows++
-			fmt.Fprintf(table, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Seq, c.Time.UTC().Format(time.RFC3339), dash(c.Agent), dash(c.Session),
-				c.Tool, decisionCell(c.Old), decisionCell(c.New), strings.Join(changeNotes(c), "; "))
-			// Flush in blocks, so a long report streams rather than
-			// waiting for the end of the log.
-			if rows%500 == 0 {
-				return table.Flush()
-			}
-			return nil
-		}
-	}
-	r, err := replay.New(pol, opts)
+	sum, err := replay.Write(ctx, pol, st, opts, stdout, o.json)
 	if err != nil {
-		return &exitError{code: 2, msg: fmt.Sprintf("%s: %v", path, err)}
-	}
-	rep, err := r.Run(ctx, st)
-	if err != nil {
-		return fmt.Errorf("replay the audit log: %w", err)
-	}
-	sum := &rep.Summary
-	if table != nil {
-		if err := table.Flush(); err != nil {
-			return err
-		}
-		if sum.Changed > 0 {
-			fmt.Fprintln(out)
-		}
-		printReplaySummary(out, sum)
-	} else if err := json.NewEncoder(out).Encode(struct {
-		Summary *replay.Summary `json:"summary"`
-	}{sum}); err != nil {
-		return err
-	}
-	if err := out.Flush(); err != nil {
 		return err
 	}
 	if sum.Changed > 0 {
@@ -140,120 +86,12 @@ func (s *stateFlags) mustExist() error {
 	if !strings.HasPrefix(u, "sqlite:") {
 		return nil
 	}
-	path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
+	path, _, err := sqlite.ParseURL(u)
+	if err != nil {
+		return usageError("--store: %v", err)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return &exitError{code: 2, msg: fmt.Sprintf("no audit log to replay: %v (pass --state DIR or --store URL)", err)}
 	}
 	return nil
-}
-
-// decisionCell shows a decision in the table as recorded: "deny DENY
-// (ELEMENT_POLICY_VIOLATION, Lock)", "allow CONFIRM_SESSION (granted)".
-func decisionCell(d replay.Decision) string {
-	s := string(d.Outcome) + " " + d.Level.String()
-	var why []string
-	if d.Code != "" && d.Code != portcullis.CodeConfirmationRequired {
-		why = append(why, string(d.Code))
-	}
-	if d.Source == portcullis.SourceSessionGrant {
-		why = append(why, "granted")
-	}
-	if d.SourceElement != "" {
-		why = append(why, d.SourceElement)
-	}
-	if d.Source == portcullis.SourceMode {
-		why = append(why, "mode")
-	}
-	if len(why) > 0 {
-		s += " (" + strings.Join(why, ", ") + ")"
-	}
-	return s
-}
-
-// changeNotes is the NOTES cell of a change: the redacted arguments first.
-func changeNotes(c *replay.Change) []string {
-	out := c.Notes
-	if len(c.Redacted) > 0 {
-		out = append([]string{"redacted: " + strings.Join(c.Redacted, ", ")}, out...)
-	}
-	return out
-}
-
-// trimSpaces drops the spaces at the ends of lines: the padding tabwriter
-// leaves after a last column that is empty.
-type trimSpaces struct {
-	w      io.Writer
-	spaces int
-}
-
-func (t *trimSpaces) Write(p []byte) (int, error) {
-	out := make([]byte, 0, len(p))
-	for _, c := range p {
-		switch c {
-		case ' ':
-			t.spaces++
-			continue
-		case '\n':
-			t.spaces = 0
-		default:
-			for ; t.spaces > 0; t.spaces-- {
-				out = append(out, ' ')
-			}
-		}
-		out = append(out, c)
-	}
-	if _, err := t.w.Write(out); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-func printReplaySummary(w io.Writer, s *replay.Summary) {
-	rows := "no decisions"
-	if s.FirstSeq > 0 {
-		rows = fmt.Sprintf("rows %d-%d", s.FirstSeq, s.LastSeq)
-	}
-	fmt.Fprintf(w, "Replayed %s (%s of %s read) under %s: %d would change", plural(s.Replayed, "decision"), rows, plural(s.Scanned, "audit row"), s.Policy, s.Changed)
-	if s.Changed > 0 {
-		fmt.Fprintf(w, " (%d stricter, %d looser", s.Stricter, s.Looser)
-		if s.Validator > 0 {
-			fmt.Fprintf(w, ", %d newly judged by the validator", s.Validator)
-		}
-		fmt.Fprint(w, ")")
-	}
-	fmt.Fprintln(w)
-	for _, k := range sortedByCount(s.ByChange) {
-		fmt.Fprintf(w, "  %6d  %s\n", s.ByChange[k], k)
-	}
-	if s.Redacted > 0 {
-		names := sortedByCount(s.RedactedArgs)
-		for i, n := range names {
-			names[i] = fmt.Sprintf("%s ×%d", n, s.RedactedArgs[n])
-		}
-		fmt.Fprintf(w, "%s had redacted arguments (%s): they were replayed with %q in their place, so a redacted shell command or path was not classified again\n",
-			plural(s.Redacted, "decision"), strings.Join(names, ", "), portcullis.RedactedValue)
-	}
-	if s.Unjudged > 0 {
-		fmt.Fprintf(w, "%s would now go to the validator, which has no recorded verdict for them: shown as if it allowed\n", plural(s.Unjudged, "call"))
-	}
-	for _, k := range sortedByCount(s.NotReplayed) {
-		fmt.Fprintf(w, "%s not replayed: %s\n", plural(s.NotReplayed[k], "decision"), k)
-	}
-}
-
-func sortedByCount(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			if m[a] > m[b] {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
-	return keys
 }

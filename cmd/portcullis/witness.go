@@ -6,19 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
-	"github.com/portcullis/portcullis/auditlog"
 	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/witness"
+	"github.com/spf13/cobra"
 )
-
-// witnessToken reads a witness's bearer token from a file or the
-// environment (server.WitnessToken).
-func witnessToken(file, env string) (string, error) { return server.WitnessToken(file, env) }
 
 // startWitnesses publishes the chain's head to ws (server.StartWitnesses).
 func startWitnesses(ctx context.Context, chain witness.Chain, dir string, ws []witness.Witness, interval time.Duration, log *slog.Logger, m *metrics.Metrics) (stop func(), err error) {
@@ -43,81 +38,49 @@ func (f *witnessFlags) register(fs interface {
 }
 
 func (f *witnessFlags) witnesses(stderr io.Writer) ([]witness.Witness, error) {
-	var out []witness.Witness
-	for _, s := range f.specs {
-		w, err := witness.Parse(s, stderr)
-		if err != nil {
-			return nil, usageError("--witness: %v", err)
-		}
-		out = append(out, w)
+	ws, err := witness.ParseAll(f.specs, stderr)
+	if err != nil {
+		return nil, usageError("--witness: %v", err)
 	}
-	return out, nil
+	return ws, nil
 }
 
-// witnessSources returns the witnesses of audit verify --witness, whose
-// kept heads are read back with the bearer token in tokenFile.
-func witnessSources(specs []string, tokenFile string, stderr io.Writer) ([]auditlog.HeadSource, error) {
-	if len(specs) == 0 {
-		return nil, nil
-	}
-	tok, err := witnessToken(tokenFile, "")
-	if err != nil {
-		return nil, usageError("--witness-token-file: %v", err)
-	}
-	var out []auditlog.HeadSource
-	for _, spec := range specs {
-		if spec == "stderr" {
-			return nil, usageError("--witness stderr: give the file the supervisor kept the lines in")
-		}
-		w, err := witness.Parse(spec, stderr)
-		if err != nil {
-			return nil, usageError("--witness: %v", err)
-		}
-		if h, ok := w.(*witness.HTTP); ok {
-			h.Token = tok
-		}
-		r, ok := w.(witness.Reader)
-		if !ok {
-			return nil, usageError("--witness %s: its heads cannot be read back", spec)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+func newWitnessCmd() *cobra.Command {
+	return groupCmd("witness", "A reference audit witness", `A reference audit witness: keeps the audit heads gateways publish
+(--witness of serve and mcp) append-only over HTTP.`, newWitnessServeCmd())
 }
 
-// runWitnessServe runs a reference witness.
-func runWitnessServe(ctx context.Context, o *witnessServeOptions, pos []string, stdout, stderr io.Writer) error {
-	if len(pos) > 0 {
-		return usageError("witness serve: unexpected argument %q", pos[0])
+func newWitnessServeCmd() *cobra.Command {
+	var dir, listen, tokenFile string
+	cmd := &cobra.Command{
+		Use:     "serve --dir DIR [--listen ADDR] [--token-file FILE]",
+		Short:   "Keep published heads append-only over HTTP",
+		Example: `  portcullis witness serve --dir /var/lib/portcullis-witness --token-file witness.token`,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := noArgs(cmd, args); err != nil {
+				return err
+			}
+			if dir == "" {
+				return usageError("witness serve needs --dir")
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("witness directory: %w", err)
+			}
+			tok, err := server.WitnessToken(tokenFile, "")
+			if err != nil {
+				return usageError("--token-file: %v", err)
+			}
+			s := &witness.Server{Dir: dir, Token: tok, Logger: cliLogger(cmd.ErrOrStderr())}
+			return s.ListenAndServe(cmd.Context(), listen, func(a net.Addr) {
+				fmt.Fprintf(cmd.OutOrStdout(), "portcullis: witness on http://%s/heads/NAME, heads kept in %s\n", a, dir)
+			})
+		},
 	}
-	if o.dir == "" {
-		return usageError("witness serve needs --dir")
-	}
-	if err := os.MkdirAll(o.dir, 0o700); err != nil {
-		return fmt.Errorf("witness directory: %w", err)
-	}
-	tok, err := witnessToken(o.tokenFile, "")
-	if err != nil {
-		return usageError("--token-file: %v", err)
-	}
-	log := cliLogger(stderr)
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.listen, err)
-	}
-	srv := &http.Server{
-		Handler:           &witness.Server{Dir: o.dir, Token: tok, Logger: log},
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
-	}
-	fmt.Fprintf(stdout, "portcullis: witness on http://%s/heads/NAME, heads kept in %s\n", ln.Addr(), o.dir)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(shut)
+	fs := cmd.Flags()
+	fs.StringVar(&dir, "dir", "", "keep the heads in this `directory`, NAME.jsonl for each gateway (required)")
+	fs.StringVar(&listen, "listen", "127.0.0.1:8480", "listen on this `address`")
+	fs.StringVar(&tokenFile, "token-file", "", "require this bearer token (read from `file`) on every request")
+	_ = cmd.MarkFlagRequired("dir")
+	return cmd
 }

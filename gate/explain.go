@@ -1,8 +1,6 @@
-package main
+package gate
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,45 +10,11 @@ import (
 	"github.com/portcullis/portcullis"
 )
 
-// runExplain decides one request without side effects and prints the trace
-// as text a person reads: the verdict first, then every stage.
-func runExplain(ctx context.Context, o *explainOptions, pos []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(pos) != 1 {
-		return usageError(`explain takes one request, e.g. portcullis explain --policy policy.yaml '{"tool": "delete_element"}'`)
-	}
-	raw := []byte(pos[0])
-	if pos[0] == "-" {
-		var err error
-		if raw, err = io.ReadAll(io.LimitReader(stdin, portcullis.MaxRequestBytes+1)); err != nil {
-			return fmt.Errorf("read request: %w", err)
-		}
-	}
-	call, err := portcullis.DecodeCall(raw)
-	if err != nil {
-		return usageError("request: %v", err)
-	}
-	path, err := policyPath(o.policy)
-	if err != nil {
-		return err
-	}
-	g, err := loadGate(path, stderr)
-	if err != nil {
-		return err
-	}
-	d, err := g.Explain(ctx, call)
-	if err != nil {
-		return usageError("request: %v", err)
-	}
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(d)
-	}
-	return writeExplanation(stdout, call, d)
-}
-
-func writeExplanation(w io.Writer, call portcullis.Call, d portcullis.Decision) error {
+// WriteExplanation writes the decision d of call as `portcullis explain`
+// shows it to a person: the verdict first (the tool as called, and its
+// canonical name when an alias resolved), the fields that say why, then
+// every stage of the trace with the one that decided marked ▶.
+func WriteExplanation(w io.Writer, call portcullis.Call, d portcullis.Decision) error {
 	var b strings.Builder
 	name := d.Tool
 	if name != call.Tool {
