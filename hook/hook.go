@@ -133,7 +133,8 @@ type Options struct {
 	Agent string
 	// Hold holds a call that needs a person in Portcullis's own approval
 	// flow (up to approvals.wait, at most MaxWait) instead of asking in the
-	// host.
+	// host. A Policy whose approvals are out of band holds them whatever
+	// Hold says.
 	Hold bool
 	// MaxWait caps how long a call is held (default DefaultMaxWait); keep
 	// it, plus two decisions, under the host's hook timeout.
@@ -174,6 +175,9 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.Policy != nil && opts.Policy.Approvals.OutOfBand {
+		opts.Hold = true // the policy says people answer out of band
 	}
 	switch opts.MCPNames {
 	case "":

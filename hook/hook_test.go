@@ -207,6 +207,21 @@ func TestHoldDenied(t *testing.T) {
 	}
 }
 
+// TestHoldOutOfBandPolicy: a policy whose approvals are out of band
+// holds a call that needs a person without Hold, rather than asking in
+// the host.
+func TestHoldOutOfBandPolicy(t *testing.T) {
+	f := newFixture(t, policyFor["claude-code"])
+	f.pol.Approvals.OutOfBand = true
+	h := f.handler(t, hook.Options{MaxWait: 30 * time.Second})
+	go approveWhenAsked(t, f, false, "answered out of band")
+	code, out, _ := run(t, h, hook.ClaudeCode{}, claudeEvent("Bash", map[string]any{"command": "git push origin main"}))
+	decision, reason, _ := answerOf(t, out)
+	if code != 0 || decision != "deny" || !strings.Contains(reason, "answered out of band") {
+		t.Fatalf("call under an out-of-band policy: exit %d, %s (%q); want it held and denied with the person's reason", code, decision, reason)
+	}
+}
+
 func TestHoldNobodyAnswers(t *testing.T) {
 	f := newFixture(t, policyFor["claude-code"])
 	h := f.handler(t, hook.Options{Hold: true, MaxWait: 50 * time.Millisecond})

@@ -68,6 +68,21 @@ func CheckMCPServerName(name string) error {
 	return nil
 }
 
+// MCPServerNames reads MCP server names as a person gives them: each
+// value a comma-separated list of names (CheckMCPServerName).
+func MCPServerNames(values []string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			if err := CheckMCPServerName(s); err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // claudeToolName is how Claude Code writes a server's configured name in
 // its tool names: every character other than a letter, digit, _ or -
 // becomes _.

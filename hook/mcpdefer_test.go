@@ -144,3 +144,15 @@ func TestDeferMCPOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPServerNames(t *testing.T) {
+	got, err := hook.MCPServerNames([]string{"github", "fs,notes-2"})
+	if err != nil || strings.Join(got, " ") != "github fs notes-2" {
+		t.Errorf("MCPServerNames = %q, %v; want github fs notes-2", got, err)
+	}
+	for _, bad := range [][]string{{"a,"}, {"a__b"}, {"a b"}, {""}} {
+		if got, err := hook.MCPServerNames(bad); err == nil {
+			t.Errorf("MCPServerNames(%q) = %q; want an error", bad, got)
+		}
+	}
+}

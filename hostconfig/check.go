@@ -219,7 +219,7 @@ func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Pro
 			if e.ConfigDir == "" {
 				continue
 			}
-			out = append(out, e.checkMCP(ctx, c, []string{filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")}, "", dir, p)...)
+			out = append(out, e.checkMCP(ctx, c, []string{filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")}, "", dir, false, p)...)
 		case Cursor:
 			files := []string{filepath.Join(e.Home, ".cursor", "mcp.json")}
 			if project != "" {
@@ -233,8 +233,15 @@ func (e Env) CheckWith(ctx context.Context, project string, only []Client, p Pro
 			home := filepath.Join(e.Home, ".cursor")
 			if len(hf) > 0 {
 				home = "" // Cursor is configured: its hooks were checked
+			} else if exists(home) {
+				hf = append(hf, Finding{Client: c, File: hooks[0], Status: NotProtected,
+					Why: []string{"no Cursor hooks file: Cursor's own tools (its terminal, file reads and edits) run without Portcullis; a wrapper decides only the calls of the MCP server behind it"},
+					Fix: e.fixInit(c, "")})
 			}
-			out = append(out, e.checkMCP(ctx, c, files, home, dir, p)...)
+			// Cursor's beforeMCPExecution hook decides the calls of every
+			// MCP server, wrapped or not.
+			hooked := slices.ContainsFunc(hf, func(f Finding) bool { return f.Status == Protected && f.Command != "" })
+			out = append(out, e.checkMCP(ctx, c, files, home, dir, hooked, p)...)
 			out = append(out, hf...)
 		case Copilot:
 			out = append(out, e.checkCopilotHooks(ctx, project, dir, probe)...)

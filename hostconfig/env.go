@@ -58,7 +58,7 @@ func (c Client) Protection() string {
 		Codex:         "Codex CLI: PreToolUse and PermissionRequest hooks, trusted in config.toml",
 		Gemini:        "Gemini CLI: a BeforeTool hook for every tool",
 		ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
-		Cursor:        "Cursor: every MCP server behind portcullis mcp",
+		Cursor:        "Cursor: blocking hooks for its terminal, MCP calls, file reads and writes",
 		Copilot:       "GitHub Copilot CLI: a preToolUse hook for every tool",
 		OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
 	}[c]

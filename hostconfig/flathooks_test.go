@@ -185,3 +185,44 @@ func TestCopilotHooks(t *testing.T) {
 		t.Errorf("project hook in a trusted folder: %+v; want protected, default policy", fs)
 	}
 }
+
+// TestCheckCursorNeedsHooks: the MCP wrapper decides only the calls of the
+// servers behind it, so a Cursor without Portcullis's hooks is not
+// protected however its MCP servers run (its terminal and file edits run
+// unchecked); with the hooks answering, beforeMCPExecution decides the
+// calls of a server that is not wrapped.
+func TestCheckCursorNeedsHooks(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	writeFile(t, filepath.Join(e.Home, ".cursor", "mcp.json"), `{"mcpServers": {"fs": {"command": "node", "args": ["server.js"]}}}`, 0o644)
+	byFile := func() map[string]hostconfig.Finding {
+		t.Helper()
+		m := map[string]hostconfig.Finding{}
+		for _, f := range e.Check(ctx, "", []hostconfig.Client{hostconfig.Cursor}, nil) {
+			m[filepath.Base(f.File)] = f
+		}
+		if len(m) != 2 {
+			t.Fatalf("findings by file: %+v; want mcp.json and hooks.json", m)
+		}
+		return m
+	}
+	fs := byFile()
+	if f := fs["hooks.json"]; f.Status != hostconfig.NotProtected || !strings.Contains(strings.Join(f.Why, "\n"), "terminal, file reads and edits") || f.Fix != "portcullis init cursor" {
+		t.Errorf("Cursor with no hooks file: %+v; want not protected, its own tools named, fix portcullis init cursor", f)
+	}
+	if f := fs["mcp.json"]; f.Status != hostconfig.NotProtected || !strings.Contains(strings.Join(f.Why, "\n"), "bypassing the wrapper") {
+		t.Errorf("an unwrapped server with no hooks: %+v; want not protected", f)
+	}
+
+	answer := probeScript(t, e, `echo '{"permission":"allow"}'`)
+	if _, err := e.InstallHook(hostconfig.Hook{Client: hostconfig.Cursor, Command: []string{answer, "hook", "cursor", "--policy", e.policy}}); err != nil {
+		t.Fatal(err)
+	}
+	fs = byFile()
+	if f := fs["hooks.json"]; f.Status != hostconfig.Protected {
+		t.Errorf("Cursor's hooks: %+v; want protected", f)
+	}
+	if f := fs["mcp.json"]; f.Status != hostconfig.Protected || !strings.Contains(strings.Join(f.Why, "\n"), "the Portcullis hook of cursor decides") {
+		t.Errorf("an unwrapped server behind Cursor's hooks: %+v; want protected by the hook", f)
+	}
+}

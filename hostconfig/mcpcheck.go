@@ -345,10 +345,11 @@ func (b *lockedBuffer) String() string {
 }
 
 // checkMCP reports on an MCP client's configuration files (Claude
-// Desktop, Cursor): every server must run behind `portcullis mcp`. A file
-// with no servers is protected; an installed client (home exists) with no
-// file is not.
-func (e Env) checkMCP(ctx context.Context, c Client, files []string, home, dir string, p Probes) []Finding {
+// Desktop, Cursor): every server must run behind `portcullis mcp`, unless
+// hooked (a protected Portcullis hook of the client decides every MCP
+// call: Cursor's beforeMCPExecution). A file with no servers is protected;
+// an installed client (home exists) with no file is not.
+func (e Env) checkMCP(ctx context.Context, c Client, files []string, home, dir string, hooked bool, p Probes) []Finding {
 	var out []Finding
 	found := false
 	for i, file := range unique(files) {
@@ -356,7 +357,7 @@ func (e Env) checkMCP(ctx context.Context, c Client, files []string, home, dir s
 		if i > 0 && !p.Project {
 			probe = nil // files[0] is the user's, the others a project's
 		}
-		fs, present := e.checkMCPFile(ctx, c, file, mcpServersOf, dir, false, probe)
+		fs, present := e.checkMCPFile(ctx, c, file, mcpServersOf, dir, hooked, probe)
 		found = found || present
 		if present && len(fs) == 0 {
 			fs = []Finding{{Client: c, File: file, Status: Protected, Why: []string{"no MCP servers configured"}}}

@@ -93,7 +93,7 @@ func (e Env) Protect(w io.Writer, s Setup) error {
 		err error
 	)
 	scope := ScopeOf(s.Project)
-	if s.Client.Hooked() {
+	if s.Client.HookInstallable() {
 		res, err = e.InstallHook(Hook{Client: s.Client, Scope: scope, Project: s.Project,
 			Command: HookCommand(s.Binary, s.Client, polPath, s.State, s.Hold), Hold: s.Hold})
 	} else {
@@ -104,7 +104,7 @@ func (e Env) Protect(w io.Writer, s Setup) error {
 		return err
 	}
 	res.WriteText(w, s.Client)
-	if !s.Client.Hooked() {
+	if !s.Client.HookInstallable() {
 		fmt.Fprintf(w, "  to classify a server's tools instead of asking for each unknown one: portcullis init mcp --client %s -- SERVER...\n", s.Client)
 	}
 	return nil
@@ -179,7 +179,7 @@ func (res Installed) WriteText(w io.Writer, client Client) {
 		verb = "already installed"
 	}
 	what := "hook"
-	if !client.Hooked() {
+	if !client.HookInstallable() {
 		what = "MCP wrapper"
 	}
 	fmt.Fprintf(w, "%s: %s %s in %s (previous files kept as .bak)\n  %s\n", client, what, verb, strings.Join(res.Files, " and "), res.Command)

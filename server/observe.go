@@ -9,7 +9,6 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/mcpgw"
-	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/tracing"
 )
 
@@ -26,57 +25,30 @@ func NewLogger(w io.Writer, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log format %q: want text or json", format)
 }
 
-// Observability is what a long-running gateway gives operators: metrics,
-// traces and one log line per decision. Metrics and Tracer are nil when
-// they are off.
+// Observability is what a long-running gateway gives operators besides
+// its metrics: traces, when Tracer is set, and one log line per decision.
 type Observability struct {
-	Log     *slog.Logger
-	Metrics *metrics.Metrics
-	Tracer  *tracing.Tracer
+	Log    *slog.Logger
+	Tracer *tracing.Tracer
 }
 
-// GateOptions are the gate's observers: the decision log, the metrics and
-// the traces, those that are on.
-func (o *Observability) GateOptions() []gate.Option {
+// GateOptions are the gate's observers: the decision log, and the traces
+// when they are on.
+func (o Observability) GateOptions() []gate.Option {
 	opts := []gate.Option{gate.WithObserver(DecisionLogger{o.Log})}
-	if o.Metrics != nil {
-		opts = append(opts, gate.WithObserver(o.Metrics))
-	}
 	if o.Tracer != nil {
 		opts = append(opts, gate.WithObserver(o.Tracer))
 	}
 	return opts
 }
 
-// GatewayObservers are the MCP gateway's observers: the traces and the
-// metrics, those that are on.
-func (o *Observability) GatewayObservers() []mcpgw.Observer {
-	var obs []mcpgw.Observer
-	if o.Tracer != nil {
-		obs = append(obs, o.Tracer)
-	}
-	if o.Metrics != nil {
-		obs = append(obs, o.Metrics)
-	}
-	return obs
-}
-
-// GatewayObserver is the MCP gateway's observer: nil when there is
-// nothing to tell.
-func (o *Observability) GatewayObserver() mcpgw.Observer {
-	obs := o.GatewayObservers()
-	if len(obs) == 0 {
+// GatewayObservers are the MCP gateway's observers: the traces, when they
+// are on.
+func (o Observability) GatewayObservers() []mcpgw.Observer {
+	if o.Tracer == nil {
 		return nil
 	}
-	return mcpgw.Observers(obs)
-}
-
-// Store returns st with its operations measured, when there are metrics.
-func (o *Observability) Store(st portcullis.Store) portcullis.Store {
-	if o.Metrics == nil {
-		return st
-	}
-	return o.Metrics.Store(st)
+	return []mcpgw.Observer{o.Tracer}
 }
 
 // DecisionLogger writes one info line per decision, with the decision id

@@ -9,8 +9,6 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/memstore"
-	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/server"
 )
@@ -45,7 +43,7 @@ func TestDecisionLogger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &server.Observability{Log: log}
+	obs := server.Observability{Log: log}
 	g, err := gate.New(pol, obs.GateOptions()...)
 	if err != nil {
 		t.Fatal(err)
@@ -75,22 +73,11 @@ func TestDecisionLogger(t *testing.T) {
 }
 
 func TestObservabilityOff(t *testing.T) {
-	obs := &server.Observability{}
-	if o := obs.GatewayObserver(); o != nil {
-		t.Errorf("GatewayObserver() with nothing on = %v; want nil", o)
+	obs := server.Observability{}
+	if o := obs.GatewayObservers(); len(o) != 0 {
+		t.Errorf("GatewayObservers() with tracing off = %v; want none", o)
 	}
 	if n := len(obs.GateOptions()); n != 1 {
-		t.Errorf("GateOptions() with nothing on = %d options; want the decision log alone", n)
-	}
-	st := portcullis.Store(memstore.New(nil))
-	if got := obs.Store(st); got != st {
-		t.Errorf("Store() without metrics = %T; want the store itself", got)
-	}
-	obs.Metrics = metrics.New(metrics.Options{})
-	if got := obs.Store(st); got == st {
-		t.Error("Store() with metrics is not measured")
-	}
-	if obs.GatewayObserver() == nil || len(obs.GateOptions()) != 2 {
-		t.Error("the metrics do not observe the gate and the gateway")
+		t.Errorf("GateOptions() with tracing off = %d options; want the decision log alone", n)
 	}
 }

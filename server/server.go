@@ -12,6 +12,10 @@
 // It prints nothing of its own accord but the human notices the gateway's
 // terminal is given (Options.Terminal); WriteBanner writes the banner the
 // command shows once the server is open.
+//
+// Wrapper is `portcullis mcp`, the stdio wrapper of one upstream server,
+// as a component of the same shape; UntilStopped is how both stop on the
+// signals the command reads and passes in.
 package server
 
 import (

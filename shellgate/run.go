@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/portcullis/portcullis"
 )
 
 // Run runs a command the gate allowed with the given stdin, stdout and
@@ -104,4 +107,44 @@ func samePath(a, b string) bool {
 	ra, err1 := filepath.EvalSymlinks(a)
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
+}
+
+// RunDecided runs the command when d, the decision that stands (Gate's
+// Decide), allows it, and returns its exit status (Run's). A command d
+// does not allow never starts: the reason, and what would authorize it,
+// are said on stderr, and the status is ExitDenied. A command that could
+// not be started is said on stderr too.
+func (s *Spec) RunDecided(ctx context.Context, d portcullis.Decision, stdin io.Reader, stdout, stderr io.Writer) int {
+	if !d.Allowed() {
+		why := strings.TrimPrefix(d.Reason, "Portcullis: ")
+		if d.WhatWouldAuthorize != "" {
+			why += " (what would authorize it: " + d.WhatWouldAuthorize + ")"
+		}
+		fmt.Fprintf(stderr, "portcullis: not run: %s\n", why)
+		return ExitDenied
+	}
+	code, err := s.Run(ctx, stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "portcullis: %v\n", err)
+	}
+	return code
+}
+
+// SayWaiting is a Gate's OnWait that tells the person at w (the agent's
+// terminal) what the command waits for and where a person answers it.
+func SayWaiting(w io.Writer) func(d portcullis.Decision, wait time.Duration) {
+	return func(d portcullis.Decision, wait time.Duration) {
+		fmt.Fprintf(w, "portcullis: %s\nportcullis: waiting up to %s for a person to approve %s (the Portcullis console, or `portcullis approve %s`)\n",
+			strings.TrimPrefix(d.Reason, "Portcullis: "), wait, d.ChallengeID, d.ChallengeID)
+	}
+}
+
+// IsTerminal reports whether r is a terminal: a person at the keyboard.
+func IsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/portcullis/portcullis/hook"
+	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/shellgate"
 )
 
@@ -17,18 +17,11 @@ import (
 // commands_serve.go.
 
 type hookOptions struct {
-	policy    string
-	state     stateFlags
-	notify    notifyFlags
-	gateway   string
-	tokenFile string
-	agent     string
-	hold      bool
-	maxWait   time.Duration
-	timeout   time.Duration
-	mcpNames  string
-	log       string
-	deferMCP  []string
+	hook.Options                    // Agent, Hold, MaxWait, Timeout and MCPNames are flags
+	policy, gateway, tokenFile, log string
+	state                           stateFlags
+	notify                          notifyFlags
+	deferMCP                        []string
 }
 
 func newHookCmd() *cobra.Command {
@@ -88,11 +81,11 @@ format. A failure of any kind answers deny with exit status 2.`,
 	o.state.register(fs)
 	fs.StringVar(&o.gateway, "gateway", "", "decide through a running gateway's POST /v1/decide at this `URL` (http://127.0.0.1:8470; default $PORTCULLIS_GATEWAY) instead of opening the store")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` holding the gateway's agent token (default $PORTCULLIS_AGENT_TOKEN, or the file $PORTCULLIS_AGENT_TOKEN_FILE)")
-	fs.StringVar(&o.agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else the host's name)")
-	fs.BoolVar(&o.hold, "hold", false, "hold a call that needs a person until one answers out of band (up to approvals.wait), instead of asking in the host")
-	fs.DurationVar(&o.maxWait, "max-wait", hook.DefaultMaxWait, "the longest a call is held, whatever approvals.wait says; keep it under the host's hook timeout")
-	fs.DurationVar(&o.timeout, "timeout", hook.DefaultTimeout, "how long one decision may take")
-	fs.StringVar(&o.mcpNames, "mcp-names", string(hook.MCPToolName), "decide an MCP tool mcp__server__tool under its `name`: tool or full")
+	fs.StringVar(&o.Agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else the host's name)")
+	fs.BoolVar(&o.Hold, "hold", false, "hold a call that needs a person until one answers out of band (up to approvals.wait), instead of asking in the host")
+	fs.DurationVar(&o.MaxWait, "max-wait", hook.DefaultMaxWait, "the longest a call is held, whatever approvals.wait says; keep it under the host's hook timeout")
+	fs.DurationVar(&o.Timeout, "timeout", hook.DefaultTimeout, "how long one decision may take")
+	fs.StringVar((*string)(&o.MCPNames), "mcp-names", string(hook.MCPToolName), "decide an MCP tool mcp__server__tool under its `name`: tool or full")
 	fs.StringVar(&o.log, "log", "", "append logs to this `file` instead of stderr")
 	fs.StringArrayVar(&o.deferMCP, "defer-mcp", nil, "leave calls of this MCP `server`'s tools (mcp__SERVER__*) to the `portcullis mcp` wrapper that every definition of the server in Claude Code's MCP configuration runs it through (repeatable; claude-code only)")
 	o.notify.register(fs)
@@ -100,14 +93,11 @@ format. A failure of any kind answers deny with exit status 2.`,
 }
 
 type execOptions struct {
-	policy  string
-	state   stateFlags
-	notify  notifyFlags
-	script  string
-	tool    string
-	agent   string
-	session string
-	noWait  bool
+	shellgate.Request    // Agent and Session are flags
+	policy, script, tool string
+	state                stateFlags
+	notify               notifyFlags
+	noWait               bool
 }
 
 func newExecCmd() *cobra.Command {
@@ -149,8 +139,8 @@ exec --shell [-l] -c 'COMMANDS', with everything else from the environment.`,
 	o.notify.register(fs)
 	fs.StringVarP(&o.script, "command", "c", "", "run these shell `commands` with the real shell (as sh -c does)")
 	fs.StringVar(&o.tool, "tool", "", "the policy's shell `tool` to decide under (default: the first tool with shellArg)")
-	fs.StringVar(&o.agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else shell)")
-	fs.StringVar(&o.session, "session", "", "the session `id` grants are scoped to (default $PORTCULLIS_SESSION)")
+	fs.StringVar(&o.Agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else shell)")
+	fs.StringVar(&o.Session, "session", "", "the session `id` grants are scoped to (default $PORTCULLIS_SESSION)")
 	fs.BoolVar(&o.noWait, "no-wait", false, "do not wait for a person: a command that needs one exits 126 at once")
 	aliasFlag(fs, "c", "command")
 	fs.SetInterspersed(false)
@@ -194,18 +184,14 @@ func execCommandLine(cmd *cobra.Command, o *execOptions, args []string) (*shellg
 }
 
 type mcpOptions struct {
-	policy           string
-	name             string
-	agent            string
-	showDenied       bool
-	autonomous       bool
-	userPresent      bool
-	trustAnnotations bool
-	log              string
-	obs              obsFlags
-	state            stateFlags
-	notify           notifyFlags
-	witness          witnessFlags
+	// Name, Agent, ShowDenied, Autonomous, UserPresent and
+	// TrustAnnotations are flags.
+	server.WrapperOptions
+	policy, log string
+	obs         obsFlags
+	state       stateFlags
+	notify      notifyFlags
+	witness     witnessFlags
 }
 
 func newMCPCmd() *cobra.Command {
@@ -224,12 +210,12 @@ server's command line, flags and all.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.policy, "policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	fs.StringVar(&o.name, "name", "", "the upstream's `name` in pins and the audit (default: from the server command)")
-	fs.StringVar(&o.agent, "agent", "", "the agent `identity` of this client (default $PORTCULLIS_AGENT, else the upstream's name)")
-	fs.BoolVar(&o.showDenied, "show-denied", false, "list tools the policy denies too (calling them is still denied)")
-	fs.BoolVar(&o.autonomous, "autonomous", false, "treat the session as an autonomous run: the autonomy stage counts its steps")
-	fs.BoolVar(&o.userPresent, "user-present", false, "tell the contextual validator a person is at the keyboard")
-	fs.BoolVar(&o.trustAnnotations, "trust-annotations", false, "let the server's MCP tool annotations classify the tools the policy does not name (readOnlyHint → READ, auto-approved); by default they only make a tool stricter")
+	fs.StringVar(&o.Name, "name", "", "the upstream's `name` in pins and the audit (default: from the server command)")
+	fs.StringVar(&o.Agent, "agent", "", "the agent `identity` of this client (default $PORTCULLIS_AGENT, else the upstream's name)")
+	fs.BoolVar(&o.ShowDenied, "show-denied", false, "list tools the policy denies too (calling them is still denied)")
+	fs.BoolVar(&o.Autonomous, "autonomous", false, "treat the session as an autonomous run: the autonomy stage counts its steps")
+	fs.BoolVar(&o.UserPresent, "user-present", false, "tell the contextual validator a person is at the keyboard")
+	fs.BoolVar(&o.TrustAnnotations, "trust-annotations", false, "let the server's MCP tool annotations classify the tools the policy does not name (readOnlyHint → READ, auto-approved); by default they only make a tool stricter")
 	fs.StringVar(&o.log, "log", "", "append logs to this `file` instead of stderr")
 	o.obs.register(fs, true)
 	o.state.register(fs)

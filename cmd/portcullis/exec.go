@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/portcullis/portcullis"
-	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/shellgate"
 )
@@ -36,104 +33,44 @@ func shellInvocation(argv0 string, args []string) ([]string, bool) {
 // for a person when one must approve, then run the command with the
 // caller's stdio and exit with its status.
 func runExec(ctx context.Context, o *execOptions, spec shellgate.Spec, stdin io.Reader, stdout, stderr io.Writer) error {
-	agent := firstNonEmpty(o.agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT")), "shell")
-	session := firstNonEmpty(o.session, strings.TrimSpace(os.Getenv("PORTCULLIS_SESSION")))
-
 	command, err := spec.Command()
 	if err != nil {
 		return usageError("exec: %v", err)
 	}
-	req := shellgate.Request{Command: command, Session: session, Agent: agent, UserPresent: isTerminal(stdin)}
-	d, err := execDecide(ctx, req, &o.state, &o.notify, o.policy, o.tool, o.noWait, stderr)
+	req := o.Request
+	req.Command, req.UserPresent = command, shellgate.IsTerminal(stdin)
+	req.Agent = firstNonEmpty(o.Agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT")), "shell")
+	req.Session = firstNonEmpty(o.Session, strings.TrimSpace(os.Getenv("PORTCULLIS_SESSION")))
+	d, err := execDecide(ctx, o, req, stderr)
 	if err != nil {
 		return err
 	}
-	if !d.Allowed() {
-		fmt.Fprintf(stderr, "portcullis: not run: %s\n", strings.TrimPrefix(reasonLine(&d), "Portcullis: "))
-		return &exitError{code: exitDenied}
-	}
-	code, err := spec.Run(ctx, stdin, stdout, stderr)
-	switch {
-	case err != nil:
-		return &exitError{code: code, msg: err.Error()}
-	case code != 0:
+	if code := spec.RunDecided(ctx, d, stdin, stdout, stderr); code != 0 {
 		return &exitError{code: code}
 	}
 	return nil
 }
 
-// execDecide wires the shell gate: the policy, the store and the people's
-// channels, then decides the command (waiting for a person unless
-// noWait). The store is closed before it returns: the command runs
-// without Portcullis holding its state open.
-func execDecide(ctx context.Context, req shellgate.Request, sf *stateFlags, nf *notifyFlags, policyFlag, tool string, noWait bool, stderr io.Writer) (portcullis.Decision, error) {
-	var none portcullis.Decision
-	path := agentPolicyPath(policyFlag, stderr)
-	log := cliLogger(stderr)
-	st, err := sf.open(ctx, log)
+// execDecide decides the command under the policy's shell tool, waiting
+// for a person unless --no-wait. The store is closed before it returns:
+// the command runs without Portcullis holding its state open.
+func execDecide(ctx context.Context, o *execOptions, req shellgate.Request, stderr io.Writer) (portcullis.Decision, error) {
+	g, pol, cleanup, err := openAgentGate(ctx, o.policy, &o.state, &o.notify, cliLogger(stderr), stderr)
 	if err != nil {
-		return none, err
+		return portcullis.Decision{}, err
 	}
-	defer st.Close()
-	dir, err := sf.dir(true)
+	defer cleanup()
+	name, arg, err := shellgate.Tool(pol, o.tool)
 	if err != nil {
-		return none, err
+		return portcullis.Decision{}, usageError("exec: %v", err)
 	}
-	// The people who approve a command are told out of band; stderr is
-	// the agent's.
-	n, stopNotify, err := nf.notifier(log)
-	if err != nil {
-		return none, err
-	}
-	defer stopNotify()
-	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir)}
-	if n != nil {
-		opts = append(opts, gate.WithNotifier(n))
-	}
-	g, pol, err := loadAgentGate(path, stderr, opts...)
-	if err != nil {
-		return none, err
-	}
-	name, arg, err := shellgate.Tool(pol, tool)
-	if err != nil {
-		return none, usageError("exec: %v", err)
-	}
-	sg := shellgate.Gate{
-		Decider: g,
-		Holder:  hook.WaitThenDecide{Waiter: g, Decider: g},
-		Tool:    name,
-		Arg:     arg,
-		Wait:    pol.Approvals.Wait,
-		OnWait: func(d portcullis.Decision, wait time.Duration) {
-			fmt.Fprintf(stderr, "portcullis: %s\nportcullis: waiting up to %s for a person to approve %s (the Portcullis console, or `portcullis approve %s`)\n",
-				strings.TrimPrefix(d.Reason, "Portcullis: "), wait, d.ChallengeID, d.ChallengeID)
-		},
-	}
-	if noWait {
-		sg.Holder = nil
+	sg := shellgate.Gate{Decider: g, Tool: name, Arg: arg, Wait: pol.Approvals.Wait, OnWait: shellgate.SayWaiting(stderr)}
+	if !o.noWait {
+		sg.Holder = hook.WaitThenDecide{Waiter: g, Decider: g}
 	}
 	d, err := sg.Decide(ctx, req)
 	if err != nil {
 		return d, &exitError{code: exitDenied, msg: "not run: " + err.Error()}
 	}
 	return d, nil
-}
-
-// reasonLine is a decision's reason and what would authorize the call.
-func reasonLine(d *portcullis.Decision) string {
-	r := d.Reason
-	if d.WhatWouldAuthorize != "" {
-		r += " (what would authorize it: " + d.WhatWouldAuthorize + ")"
-	}
-	return r
-}
-
-// isTerminal reports whether r is a terminal: a person at the keyboard.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

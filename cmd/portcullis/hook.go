@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/portcullis/portcullis"
@@ -39,49 +37,31 @@ func hookRefusal(host hook.Host, stdout, stderr io.Writer) func(error) error {
 // ahead").
 func runHook(ctx context.Context, host hook.Host, o *hookOptions, pos []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	refuse := hookRefusal(host, stdout, stderr)
-	sf, nf := &o.state, &o.notify
 	if len(pos) > 0 {
 		return refuse(usageError("the hook reads its event from stdin; unexpected argument %q", pos[0]))
 	}
-
-	logw := stderr
-	if o.log != "" {
-		f, err := os.OpenFile(o.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return refuse(fmt.Errorf("--log: %w", err))
-		}
-		defer f.Close()
-		logw = f
+	logw, closeLog, err := logFile(o.log, stderr)
+	if err != nil {
+		return refuse(err)
 	}
+	defer closeLog()
 	log := cliLogger(logw)
-	opts := hook.Options{
-		Agent:    firstNonEmpty(o.agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))),
-		Hold:     o.hold,
-		MaxWait:  o.maxWait,
-		Timeout:  o.timeout,
-		MCPNames: hook.MCPNames(o.mcpNames),
-		Logger:   log,
-	}
-	var mcpConfig []string
-	var deferMCP []string
-	for _, v := range o.deferMCP {
-		for _, s := range strings.Split(v, ",") {
-			if err := hook.CheckMCPServerName(s); err != nil {
-				return refuse(usageError("--defer-mcp: %v", err))
-			}
-			deferMCP = append(deferMCP, s)
-		}
+	opts := o.Options
+	opts.Agent, opts.Logger = firstNonEmpty(o.Agent, strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT"))), log
+	env := hookEnv(os.Getenv("CLAUDE_PROJECT_DIR"), workDir())
+	protect := env.HostFiles(host)
+	deferMCP, err := deferMCPFlag(o.deferMCP)
+	if err != nil {
+		return refuse(err)
 	}
 	if len(deferMCP) > 0 {
 		if host.Name() != (hook.ClaudeCode{}).Name() {
 			return refuse(usageError("--defer-mcp reads Claude Code's MCP configuration: it is for the claude-code hook"))
 		}
-		var read func(string) ([]hook.MCPServer, error)
-		read, mcpConfig = claudeMCPServers()
-		opts.DeferMCP, opts.MCPServers = deferMCP, read
+		read, files := env.ClaudeMCP()
+		opts.DeferMCP, opts.MCPServers, protect = deferMCP, read, append(protect, files...)
 	}
-	gw := firstNonEmpty(o.gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")))
-	if gw != "" {
+	if gw := firstNonEmpty(o.gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY"))); gw != "" {
 		c, err := hookClient(gw, o.tokenFile)
 		if err != nil {
 			return refuse(err)
@@ -90,22 +70,17 @@ func runHook(ctx context.Context, host hook.Host, o *hookOptions, pos []string, 
 		// The gateway decides under its own policy; a local one, when
 		// named, only maps the host's tools and bounds the hold.
 		if path := firstNonEmpty(o.policy, strings.TrimSpace(os.Getenv("PORTCULLIS_POLICY"))); path != "" {
-			pol, _, err := policy.Load(path)
-			if err != nil {
+			if opts.Policy, _, err = policy.Load(path); err != nil {
 				return refuse(err)
 			}
-			opts.Policy = pol
 		}
 	} else {
-		g, pol, cleanup, err := openHookGate(ctx, host, o.policy, sf, nf, log, stderr, mcpConfig...)
+		g, pol, cleanup, err := openAgentGate(ctx, o.policy, &o.state, &o.notify, log, stderr, protect...)
 		if err != nil {
 			return refuse(err)
 		}
 		defer cleanup()
 		opts.Decider, opts.Holder, opts.Policy = g, hook.WaitThenDecide{Waiter: g, Decider: g}, pol
-	}
-	if opts.Policy != nil && opts.Policy.Approvals.OutOfBand {
-		opts.Hold = true // the policy says people answer out of band
 	}
 	h, err := hook.New(opts)
 	if err != nil {
@@ -117,107 +92,80 @@ func runHook(ctx context.Context, host hook.Host, o *hookOptions, pos []string, 
 	return nil
 }
 
-// openHookGate builds the gate of an agent-facing hook: the policy (no
-// request overrides), the store in the state directory, the validator, and
-// Portcullis's own files protected — its state, its binary, the policy,
-// the host's settings files that hold the hook, and the files in protect.
-func openHookGate(ctx context.Context, host hook.Host, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer, protect ...string) (*gate.Gate, *portcullis.Policy, func(), error) {
-	nothing := func() {}
+// hookEnv is where the hosts keep their files, from the environment, for
+// the projects.
+func hookEnv(projects ...string) hook.Env {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "" // no home: the projects' files only
+	}
+	conf, err := os.UserConfigDir()
+	if err != nil {
+		conf = ""
+	}
+	return hook.Env{
+		Home: home, Projects: projects, UserConfigDir: conf,
+		ClaudeConfigDir: strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR")),
+		CopilotHome:     os.Getenv("COPILOT_HOME"), GeminiTrustedFolders: os.Getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH"),
+		XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"), OpenCodeConfigDir: os.Getenv("OPENCODE_CONFIG_DIR"),
+	}
+}
+
+// openAgentGate builds the gate of a command that gates one agent's
+// calls (hook, exec): the policy (no request overrides), the store in the
+// state directory, the people's channels, the validator, and
+// Portcullis's own files protected — its state, its binary, the policy
+// and the files in protect. cleanup closes the store and the channels.
+func openAgentGate(ctx context.Context, policyFlag string, sf *stateFlags, nf *notifyFlags, log *slog.Logger, stderr io.Writer, protect ...string) (*gate.Gate, *portcullis.Policy, func(), error) {
 	path := agentPolicyPath(policyFlag, stderr)
-	st, err := sf.open(ctx, log)
+	st, dir, err := openState(ctx, sf, log)
 	if err != nil {
-		return nil, nil, nothing, err
+		return nil, nil, nil, err
 	}
-	dir, err := sf.dir(true)
-	if err != nil {
-		st.Close()
-		return nil, nil, nothing, err
-	}
-	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir)}
-	opts = append(opts, gate.WithProtectedPaths(hostConfigFiles(host)...), gate.WithProtectedPaths(protect...))
+	// The people who approve a call are told out of band; stderr is the
+	// agent's.
 	n, stopNotify, err := nf.notifier(log)
 	if err != nil {
 		st.Close()
-		return nil, nil, nothing, err
+		return nil, nil, nil, err
 	}
+	cleanup := func() { stopNotify(); st.Close() }
+	opts := []gate.Option{gate.WithStore(st), gate.WithLogger(log), gate.WithProtectedPaths(dir), gate.WithProtectedPaths(protect...)}
 	if n != nil {
 		opts = append(opts, gate.WithNotifier(n))
 	}
 	g, pol, err := loadAgentGate(path, stderr, opts...)
 	if err != nil {
-		stopNotify()
-		st.Close()
-		return nil, nil, nothing, err
+		cleanup()
+		return nil, nil, nil, err
 	}
-	return g, pol, func() { stopNotify(); st.Close() }, nil
+	return g, pol, cleanup, nil
 }
 
-// hostConfigFiles are the settings files that hold the host's hooks, for
-// the user and for the project the hook runs in.
-func hostConfigFiles(host hook.Host) []string {
-	home, err := os.UserHomeDir()
+// openState opens the store and the state directory, created.
+func openState(ctx context.Context, sf *stateFlags, log *slog.Logger) (portcullis.Store, string, error) {
+	st, err := sf.open(ctx, log)
 	if err != nil {
-		home = "" // no home: the project's files only
+		return nil, "", err
 	}
-	var out []string
-	for _, project := range []string{os.Getenv("CLAUDE_PROJECT_DIR"), workDir()} {
-		if project != "" {
-			out = append(out, hook.ConfigFiles(host, home, project)...)
-		}
+	dir, err := sf.dir(true)
+	if err != nil {
+		st.Close()
+		return nil, "", err
 	}
-	if h := os.Getenv("COPILOT_HOME"); h != "" && host.Name() == (hook.Copilot{}).Name() {
-		out = append(out, h) // Copilot CLI's hooks and the folders it trusts
-	}
-	if p := os.Getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH"); p != "" && host.Name() == (hook.Gemini{}).Name() {
-		out = append(out, p) // the folders Gemini CLI trusts, kept elsewhere
-	}
-	if host.Name() == (hook.OpenCode{}).Name() {
-		// opencode also reads its configuration and plugins from
-		// $XDG_CONFIG_HOME/opencode and from $OPENCODE_CONFIG_DIR.
-		if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-			out = append(out, filepath.Join(x, "opencode"))
-		}
-		if d := os.Getenv("OPENCODE_CONFIG_DIR"); filepath.IsAbs(d) {
-			out = append(out, d)
-		}
-	}
-	return out
+	return st, dir, nil
 }
 
-// claudeMCPServers reads the definitions of an MCP server from the files
-// Claude Code reads them from — .claude.json in $CLAUDE_CONFIG_DIR or the
-// home directory, and .mcp.json of the project ($CLAUDE_PROJECT_DIR and
-// the working directory, both checked) — and returns those files, which
-// an agent must not rewrite while servers are deferred to their wrappers.
-func claudeMCPServers() (func(string) ([]hook.MCPServer, error), []string) {
-	dir := strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR"))
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = "" // no home: .claude.json is looked for in the working directory, and not found
-		}
-		dir = home
+// logFile is the log of --log FILE (appended to), else stderr.
+func logFile(path string, stderr io.Writer) (io.Writer, func(), error) {
+	if path == "" {
+		return stderr, func() {}, nil
 	}
-	claudeJSON := filepath.Join(dir, ".claude.json")
-	var projects, files []string
-	for _, p := range []string{os.Getenv("CLAUDE_PROJECT_DIR"), workDir()} {
-		if p != "" && !slices.Contains(projects, p) {
-			projects = append(projects, p)
-			files = append(files, hook.ClaudeMCPConfigFiles(claudeJSON, p)...)
-		}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--log: %w", err)
 	}
-	read := func(server string) ([]hook.MCPServer, error) {
-		var all []hook.MCPServer
-		for _, p := range projects {
-			defs, err := hook.ClaudeMCPServers(claudeJSON, p, server)
-			if err != nil {
-				return nil, err
-			}
-			all = append(all, defs...)
-		}
-		return all, nil
-	}
-	return read, files
+	return f, func() { f.Close() }, nil
 }
 
 func workDir() string {
@@ -232,9 +180,19 @@ func workDir() string {
 // comes from --token-file, $PORTCULLIS_AGENT_TOKEN or the file
 // $PORTCULLIS_AGENT_TOKEN_FILE.
 func hookClient(gateway, tokenFile string) (*client.Client, error) {
-	token, err := agentToken(tokenFile)
-	if err != nil {
-		return nil, err
+	token := ""
+	if tokenFile == "" {
+		token = strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT_TOKEN"))
+		tokenFile = os.Getenv("PORTCULLIS_AGENT_TOKEN_FILE")
+	}
+	var err error
+	switch {
+	case token == "" && tokenFile == "":
+		return nil, usageError("--gateway needs the agent's token: --token-file FILE, $PORTCULLIS_AGENT_TOKEN or $PORTCULLIS_AGENT_TOKEN_FILE")
+	case token == "":
+		if token, err = client.ReadToken(tokenFile); err != nil {
+			return nil, err
+		}
 	}
 	// No overall timeout: the hook bounds every call with its context.
 	c, err := client.New(gateway, token)
@@ -242,27 +200,6 @@ func hookClient(gateway, tokenFile string) (*client.Client, error) {
 		return nil, usageError("--gateway: %v", err)
 	}
 	return c, nil
-}
-
-func agentToken(tokenFile string) (string, error) {
-	if tokenFile == "" {
-		if t := strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT_TOKEN")); t != "" {
-			return t, nil
-		}
-		tokenFile = os.Getenv("PORTCULLIS_AGENT_TOKEN_FILE")
-	}
-	if tokenFile == "" {
-		return "", usageError("--gateway needs the agent's token: --token-file FILE, $PORTCULLIS_AGENT_TOKEN or $PORTCULLIS_AGENT_TOKEN_FILE")
-	}
-	b, err := os.ReadFile(tokenFile)
-	if err != nil {
-		return "", fmt.Errorf("read the agent token: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("the agent token file %s is empty", tokenFile)
-	}
-	return t, nil
 }
 
 func firstNonEmpty(vs ...string) string {

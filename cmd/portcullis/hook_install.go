@@ -1,12 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
-
 	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/hostconfig"
 	"github.com/spf13/cobra"
@@ -44,16 +38,27 @@ starter policy too.`,
 		ValidArgs: []string{"claude-code", "codex", "gemini", "cursor", "copilot", "opencode"},
 		Args:      cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var servers []string
-			for _, v := range deferMCP {
-				for _, s := range strings.Split(v, ",") {
-					if err := hook.CheckMCPServerName(s); err != nil {
-						return usageError("--defer-mcp: %v", err)
-					}
-					servers = append(servers, s)
-				}
+			servers, err := deferMCPFlag(deferMCP)
+			req := hostconfig.HookInstall{Client: hostconfig.Client(args[0]), Project: project, User: user, Dir: dir, Binary: binary, State: state, Hold: hold, DeferMCP: servers}
+			if err == nil {
+				err = req.Check()
 			}
-			return hookInstall(cmd.OutOrStdout(), args[0], project, user, hold, dir, policyFlag, state, binary, servers)
+			if err == nil {
+				req.Policy, err = policyPath(policyFlag)
+			}
+			var env hostconfig.Env
+			if err == nil {
+				env, err = hostconfig.FromOS()
+			}
+			if err != nil {
+				return err
+			}
+			res, err := env.InstallHookFor(req)
+			if err != nil {
+				return err
+			}
+			hostconfig.WriteHookInstalled(cmd.OutOrStdout(), req.Client, res)
+			return nil
 		},
 	}
 	fl := c.Flags()
@@ -68,109 +73,22 @@ starter policy too.`,
 	return c
 }
 
-func hookInstall(stdout io.Writer, name string, project, user, hold bool, dir, policyFlag, state, binary string, deferMCP []string) error {
-	client, ok := hostconfig.ClientNamed(name)
-	if !ok || !client.HookInstallable() {
-		return usageError("hook install supports claude-code, codex, gemini, cursor, copilot and opencode (Claude Desktop runs MCP servers: portcullis init %s)", name)
-	}
-	if project && user {
-		return usageError("--project and --user: choose one")
-	}
-	if client != hostconfig.ClaudeCode && len(deferMCP) > 0 {
-		return usageError("--defer-mcp reads Claude Code's MCP configuration: it is for claude-code")
-	}
-	if client == hostconfig.Codex && (project || dir != "") {
-		return usageError("hook install codex installs for the user (in $CODEX_HOME, default ~/.codex), where Codex records which hooks the user trusts: --project and --dir do not apply")
-	}
-	path, err := policyPath(policyFlag)
-	if err != nil {
-		return err
-	}
-	if path, err = filepath.Abs(path); err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return usageError("--policy: %v", err)
-	}
-	env, err := hostconfig.FromOS()
-	if err != nil {
-		return err
-	}
-	exe, err := installBinary(env, binary)
-	if err != nil {
-		return err
-	}
-	h := hostconfig.Hook{Client: client, Hold: hold}
-	if client == hostconfig.Copilot && !project && dir == "" {
-		// Copilot runs a repository's hooks only in a folder the user
-		// trusts: the user's hooks run everywhere.
-		user = true
-	}
-	if client != hostconfig.Codex && !user {
-		h.Scope = hostconfig.ProjectScope
-		if h.Project, err = filepath.Abs(firstNonEmpty(dir, ".")); err != nil {
-			return err
-		}
-	}
-	if state != "" {
-		if state, err = filepath.Abs(state); err != nil {
-			return err
-		}
-	}
-	h.Command = hostconfig.HookCommand(exe, client, path, state, false)
-	for _, s := range deferMCP {
-		h.Command = append(h.Command, "--defer-mcp", s)
-	}
-	if hold {
-		h.Command = append(h.Command, "--hold")
-	}
-	res, err := env.InstallHook(h)
-	if err != nil {
-		return err
-	}
-	switch {
-	case !res.Changed && client == hostconfig.OpenCode:
-		fmt.Fprintf(stdout, "%s: the Portcullis plugin is already installed\n", res.Files[0])
-	case client == hostconfig.OpenCode:
-		fmt.Fprintf(stdout, "%s: plugin installed: every tool call runs, and is blocked unless it allows it:\n  %s\n", res.Files[0], res.Command)
-	case !res.Changed && client == hostconfig.Codex:
-		fmt.Fprintf(stdout, "%s: the Portcullis hooks are already installed and trusted\n", res.Files[0])
-	case !res.Changed:
-		fmt.Fprintf(stdout, "%s: the Portcullis hook is already installed\n", res.Files[0])
-	case client == hostconfig.Codex:
-		fmt.Fprintf(stdout, "%s: PreToolUse and PermissionRequest hooks installed for every tool:\n  %s\n", res.Files[0], res.Command)
-		fmt.Fprintf(stdout, "%s: trusted (Codex runs them without a review; a changed hook needs this command again)\n", res.Files[1])
-	case client == hostconfig.Cursor:
-		fmt.Fprintf(stdout, "%s: beforeShellExecution, beforeMCPExecution, beforeReadFile and preToolUse (%s) hooks installed, fail-closed:\n  %s\n", res.Files[0], hostconfig.CursorWriteMatcher, res.Command)
-	default:
-		event := map[hostconfig.Client]string{hostconfig.ClaudeCode: "PreToolUse", hostconfig.Gemini: "BeforeTool", hostconfig.Copilot: "preToolUse"}[client]
-		fmt.Fprintf(stdout, "%s: %s hook installed for every tool:\n  %s\n", res.Files[0], event, res.Command)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(stdout, "  note: %s\n", n)
-	}
-	return nil
-}
-
-// installBinary is the binary a client is told to run: --binary, else
-// this one, refused when it will not last.
+// installBinary is the binary a client is told to run (hostconfig's
+// Env.Binary): --binary, else this one, refused when it will not last.
 func installBinary(env hostconfig.Env, flagValue string) (string, error) {
-	exe := flagValue
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return "", fmt.Errorf("find this binary: %w", err)
-		}
-	}
-	exe, err := filepath.Abs(exe)
+	exe, err := env.Binary(flagValue)
 	if err != nil {
-		return "", err
-	}
-	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = resolved
-	}
-	if err := env.CheckBinary(exe); err != nil {
 		return "", usageError("%v", err)
 	}
 	return exe, nil
+}
+
+// deferMCPFlag reads --defer-mcp: repeatable, each a comma-separated list
+// of MCP server names.
+func deferMCPFlag(values []string) ([]string, error) {
+	servers, err := hook.MCPServerNames(values)
+	if err != nil {
+		return nil, usageError("--defer-mcp: %v", err)
+	}
+	return servers, nil
 }

@@ -390,7 +390,8 @@ func initClaudeCodeEndToEnd(t *testing.T, bin string) {
 // initMCPEndToEnd: `portcullis init mcp` against the real
 // server-filesystem: its tools are listed and classified into a policy
 // that loads, with a comment on each; Cursor's configuration gets the
-// server behind the wrapper; doctor finds Cursor protected.
+// server behind the wrapper; doctor finds Cursor protected (after init
+// cursor installed its hooks).
 func initMCPEndToEnd(t *testing.T, bin string) {
 	dir := e2eDir(t)
 	h := newUserHome(t, bin)
@@ -399,7 +400,15 @@ func initMCPEndToEnd(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	server := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
-	code, out, errOut := h.run(t, h.home, "init", "mcp", "--client", "cursor", "--name", "filesystem", "--", "node", server, served)
+	// Cursor's own tools (its terminal, file reads and edits) are behind
+	// Portcullis only through its hooks: init cursor installs them, and
+	// doctor finds them answering.
+	hooks := filepath.Join(h.home, ".cursor", "hooks.json")
+	code, out, errOut := h.run(t, h.home, "init", "cursor")
+	if code != 0 || !strings.Contains(out, "cursor ("+hooks+"): protected") {
+		t.Fatalf("init cursor: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = h.run(t, h.home, "init", "mcp", "--client", "cursor", "--name", "filesystem", "--", "node", server, served)
 	if code != 0 {
 		t.Fatalf("init mcp: exit %d:\n%s%s", code, out, errOut)
 	}

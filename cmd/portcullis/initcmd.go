@@ -42,8 +42,9 @@ func newInitCmd() *cobra.Command {
 		Long: `Protect an agent client in one step: write a commented starter policy (the
 built-in default policy; under the user's configuration directory, or with
 --project in the repository), install Portcullis's hook (Claude Code, Codex,
-Gemini CLI, GitHub Copilot CLI) or wrap the client's MCP servers in portcullis mcp (Claude
-Desktop, Cursor), and end with portcullis doctor for that client.
+Gemini CLI, Cursor, GitHub Copilot CLI, opencode) or wrap the client's MCP
+servers in portcullis mcp (Claude Desktop), and end with portcullis doctor for
+that client.
 
 init mcp -- SERVER... starts an MCP server once, lists its tools and writes
 their classification into a policy of its own, for you to review.
@@ -76,7 +77,7 @@ func newInitClientCmd(client hostconfig.Client) *cobra.Command {
 			return runInitClient(cmd, client, &f)
 		},
 	}
-	f.register(c, client.Hooked())
+	f.register(c, client.HookInstallable())
 	return c
 }
 

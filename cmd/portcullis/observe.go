@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 
-	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/mcpgw"
-	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/tracing"
 
@@ -41,15 +36,10 @@ func (o *obsFlags) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 // observability is what a long-running command gives operators
-// (server.Observability): metrics, traces and one log line per decision.
+// (server.Observability): traces and one log line per decision.
 type observability struct {
-	metrics *metrics.Metrics
-	tracer  *tracing.Tracer // nil: tracing is off
-	log     *slog.Logger
-}
-
-func (o *observability) server() *server.Observability {
-	return &server.Observability{Log: o.log, Metrics: o.metrics, Tracer: o.tracer}
+	tracer *tracing.Tracer // nil: tracing is off
+	log    *slog.Logger
 }
 
 // startTracing turns traces on when the OTEL_* variables ask for them
@@ -61,23 +51,9 @@ func (o *observability) startTracing(ctx context.Context) (func(), error) {
 	return flush, err
 }
 
-func (o *observability) gateOptions() []gate.Option                 { return o.server().GateOptions() }
-func (o *observability) gatewayObservers() []mcpgw.Observer         { return o.server().GatewayObservers() }
-func (o *observability) gatewayObserver() mcpgw.Observer            { return o.server().GatewayObserver() }
-func (o *observability) store(st portcullis.Store) portcullis.Store { return o.server().Store(st) }
-
-// metricsHandler serves the metrics to a scraper holding the metrics
-// token (server.MetricsHandler).
-func metricsHandler(m *metrics.Metrics, token string) http.Handler {
-	return server.MetricsHandler(m, token)
+func (o *observability) server() server.Observability {
+	return server.Observability{Log: o.log, Tracer: o.tracer}
 }
 
-// serveMetrics serves /metrics on addr until ctx ends (mcp --metrics-addr).
-// It returns once the address is listening.
-func serveMetrics(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (net.Addr, error) {
-	a, err := metrics.Serve(ctx, addr, h, log)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
-	}
-	return a, nil
-}
+func (o *observability) gateOptions() []gate.Option         { return o.server().GateOptions() }
+func (o *observability) gatewayObservers() []mcpgw.Observer { return o.server().GatewayObservers() }

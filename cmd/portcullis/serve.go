@@ -81,10 +81,10 @@ func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr
 	defer srv.Close()
 	srv.WriteBanner(stdout)
 	base := srv.URL()
-	hg := heldGateway{gw: srv.Gateway(), gate: srv.Gate(), answer: func(h mcpgw.HeldCall) string {
+	hg := server.Held{Gateway: srv.Gateway(), Gate: srv.Gate(), Stderr: stderr, Answer: func(h mcpgw.HeldCall) string {
 		return " | " + base + console.ApprovalPath(h.ApprovalID)
 	}}
-	if _, err := untilStopped(ctx, in, hg, srv.Failed(), stderr); err != nil {
+	if _, err := server.UntilStopped(ctx, in.ch, hg, srv.Failed()); err != nil {
 		return err
 	}
 	return srv.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/sqlite"
 )
 
@@ -138,11 +139,11 @@ func checkTwoInterrupts(t *testing.T, cmd *exec.Cmd, wait func() error, stderr *
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Actor == refusedBy && ev.Outcome == portcullis.OutcomeDeny && ev.Tool != "" {
+		if ev.Actor == server.RefusedBy && ev.Outcome == portcullis.OutcomeDeny && ev.Tool != "" {
 			return
 		}
 	}
-	t.Errorf("no audit row of the refusal (actor %q, outcome deny) among %d approval rows", refusedBy, len(recs))
+	t.Errorf("no audit row of the refusal (actor %q, outcome deny) among %d approval rows", server.RefusedBy, len(recs))
 }
 
 func TestServeSignalTwiceRefusesHeldCalls(t *testing.T) {

@@ -1,24 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"time"
 
-	"github.com/portcullis/portcullis/metrics"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/witness"
 	"github.com/spf13/cobra"
 )
-
-// startWitnesses publishes the chain's head to ws (server.StartWitnesses).
-func startWitnesses(ctx context.Context, chain witness.Chain, dir string, ws []witness.Witness, interval time.Duration, log *slog.Logger, m *metrics.Metrics) (stop func(), err error) {
-	return server.StartWitnesses(ctx, chain, dir, ws, interval, log, m)
-}
 
 // witnessFlags are the witness flags of `portcullis mcp`.
 type witnessFlags struct {
