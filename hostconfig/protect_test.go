@@ -61,19 +61,19 @@ func TestProtect(t *testing.T) {
 // server's tools is said.
 func TestProtectWrapped(t *testing.T) {
 	e := newEnv(t)
-	cfg := filepath.Join(e.Home, ".cursor", "mcp.json")
+	cfg := filepath.Join(e.ConfigDir, "Claude", "claude_desktop_config.json")
 	writeFile(t, cfg, `{"mcpServers":{"fs":{"command":"npx","args":["server-filesystem"]}}}`, 0o600)
 	var out strings.Builder
-	if err := e.Protect(&out, hostconfig.Setup{Client: hostconfig.Cursor, Binary: e.bin, Policy: e.policy}); err != nil {
+	if err := e.Protect(&out, hostconfig.Setup{Client: hostconfig.ClaudeDesktop, Binary: e.bin, Policy: e.policy}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		"policy: " + e.policy + "\n",
-		"cursor: MCP wrapper installed in " + cfg,
-		"  to classify a server's tools instead of asking for each unknown one: portcullis init mcp --client cursor -- SERVER...\n",
+		"claude-desktop: MCP wrapper installed in " + cfg,
+		"  to classify a server's tools instead of asking for each unknown one: portcullis init mcp --client claude-desktop -- SERVER...\n",
 	} {
 		if !strings.Contains(out.String(), want) {
-			t.Errorf("Protect(cursor) wrote\n%s\nwant %q in it", out.String(), want)
+			t.Errorf("Protect(claude-desktop) wrote\n%s\nwant %q in it", out.String(), want)
 		}
 	}
 	if strings.Contains(out.String(), "wrote") {
