@@ -14,17 +14,41 @@ import (
 // What `portcullis init` and `portcullis doctor` do with the pieces of
 // this package, and how they tell a person what they did.
 
-// Setup is what `portcullis init CLIENT` is asked to do, its input already
-// checked: the hook or the MCP wrapper of Client, under Policy (or a
-// starter policy init writes).
+// Setup is what `portcullis init CLIENT` is asked to do: the hook or the
+// MCP wrapper of Client, under Policy (or a starter policy init writes).
 type Setup struct {
 	Client  Client
 	Binary  string // the absolute path of the portcullis binary the client runs
-	Project string // the project directory; "" for the user's files
-	Policy  string // an existing policy file (absolute); "" writes the starter policy
+	Project string // the project directory (absolute); "" for the user's files
+	Policy  string // an existing policy file; "" writes the starter policy
 	Force   bool   // replace a starter policy a person edited
-	State   string // the hook's --state (absolute), or ""
+	State   string // the hook's --state, or ""
 	Hold    bool   // the hook's --hold
+}
+
+// Prepare returns s with its policy file and state directory made
+// absolute, or says why it cannot be done before anything is written: a
+// scope the client has no configuration file in, a policy that does not
+// load.
+func (e Env) Prepare(s Setup) (Setup, error) {
+	if _, err := e.SettingsFile(s.Client, ScopeOf(s.Project), s.Project); err != nil {
+		return s, err
+	}
+	var err error
+	if s.Policy != "" {
+		if s.Policy, err = filepath.Abs(s.Policy); err != nil {
+			return s, err
+		}
+		if _, _, err := policy.Load(s.Policy); err != nil {
+			return s, fmt.Errorf("--policy: %w", err)
+		}
+	}
+	if s.State != "" {
+		if s.State, err = filepath.Abs(s.State); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
 }
 
 // ScopeOf is the scope of a project directory: the user's files for "".
@@ -75,7 +99,8 @@ func WriteStarter(w io.Writer, path string, content []byte, force bool) error {
 	return nil
 }
 
-// Protect puts Portcullis in front of s.Client: the policy (the one named,
+// Protect puts Portcullis in front of s.Client (as Prepare returned it):
+// the policy (the one named,
 // or the starter policy written), then the hook installed or the client's
 // MCP servers wrapped. It tells w each step.
 func (e Env) Protect(w io.Writer, s Setup) error {

@@ -177,3 +177,26 @@ func TestClientNamesAndProtection(t *testing.T) {
 		t.Error("WrappedClientNamed(vscode) named a client")
 	}
 }
+
+// TestPrepare: the policy and the state made absolute; a project install
+// where the client has none, or a policy that does not load, refused
+// before anything is written.
+func TestPrepare(t *testing.T) {
+	e := newEnv(t)
+	t.Chdir(filepath.Dir(e.policy))
+	s, err := e.Prepare(hostconfig.Setup{Client: hostconfig.ClaudeCode, Policy: filepath.Base(e.policy), State: "state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Policy != e.policy || s.State != filepath.Join(filepath.Dir(e.policy), "state") {
+		t.Errorf("Prepare = policy %q, state %q; want both absolute", s.Policy, s.State)
+	}
+	if _, err := e.Prepare(hostconfig.Setup{Client: hostconfig.Codex, Project: filepath.Join(e.Home, "project")}); err == nil || !strings.Contains(err.Error(), "a project install does not apply") {
+		t.Errorf("Prepare(codex in a project) = %v; want refused", err)
+	}
+	bad := filepath.Join(e.Home, "bad.yaml")
+	writeFile(t, bad, "version: 1\ntools: {x: {endpoint: NOPE}}\n", 0o600)
+	if _, err := e.Prepare(hostconfig.Setup{Client: hostconfig.ClaudeCode, Policy: bad}); err == nil || !strings.HasPrefix(err.Error(), "--policy: ") {
+		t.Errorf("Prepare(a policy that does not load) = %v; want refused", err)
+	}
+}

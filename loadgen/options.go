@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 )
 
@@ -47,18 +45,4 @@ func (r *Report) Write(w io.Writer, asJSON bool) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
-}
-
-// ReadToken reads a bearer token kept in a file: its content, trimmed.
-// An empty file is an error.
-func ReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return t, nil
 }

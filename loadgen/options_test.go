@@ -2,9 +2,6 @@ package loadgen_test
 
 import (
 	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,25 +50,5 @@ func TestReportWriteJSON(t *testing.T) {
 	var back loadgen.Report
 	if err := json.Unmarshal([]byte(b.String()), &back); err != nil || back.Throughput != 12.5 || !strings.Contains(b.String(), "\n  ") {
 		t.Errorf("Write(json) = %q, %v; want the report as indented JSON", b.String(), err)
-	}
-}
-
-func TestReadToken(t *testing.T) {
-	dir := t.TempDir()
-	tok, empty := filepath.Join(dir, "agent.token"), filepath.Join(dir, "empty.token")
-	if err := os.WriteFile(tok, []byte(" t0k\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := loadgen.ReadToken(tok); err != nil || got != "t0k" {
-		t.Errorf("ReadToken = %q, %v; want t0k", got, err)
-	}
-	if _, err := loadgen.ReadToken(empty); err == nil || err.Error() != empty+" is empty" {
-		t.Errorf("ReadToken(empty) = %v; want it refused", err)
-	}
-	if _, err := loadgen.ReadToken(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("ReadToken(missing) = %v; want not found", err)
 	}
 }

@@ -178,7 +178,12 @@ func RedactURL(u string) string {
 // ReadSecret reads the secret name kept in the state directory dir; it
 // does not create one (server.SecretFile does).
 func ReadSecret(dir, name string) (string, error) {
-	path := filepath.Join(dir, name)
+	return ReadSecretFile(filepath.Join(dir, name))
+}
+
+// ReadSecretFile reads a secret (a token, a key) kept in the file at path:
+// its content without surrounding space, which must not be empty.
+func ReadSecretFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err

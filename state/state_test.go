@@ -136,4 +136,14 @@ func TestReadSecret(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "none.token")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("ReadSecret created the secret")
 	}
+	if v, err := state.ReadSecretFile(filepath.Join(dir, "admin.token")); err != nil || v != "tok" {
+		t.Errorf("ReadSecretFile = %q, %v; want tok", v, err)
+	}
+	if _, err := state.ReadSecretFile("./" + filepath.Base(dir) + "-none"); err == nil {
+		t.Error("ReadSecretFile of a missing file succeeded")
+	}
+	empty := filepath.Join(dir, "empty.token")
+	if _, err := state.ReadSecretFile(empty); err == nil || err.Error() != empty+" is empty" {
+		t.Errorf("ReadSecretFile(empty) = %v; want it refused, naming the file", err)
+	}
 }

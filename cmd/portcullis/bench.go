@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/portcullis/portcullis/loadgen"
+	"github.com/portcullis/portcullis/state"
 )
 
 // runBench drives a running gateway with concurrent agent sessions (package
@@ -82,7 +83,7 @@ func benchToken(file string) (string, error) {
 		}
 		return "", usageError("no agent token: pass --token-file FILE or set PORTCULLIS_AGENT_TOKEN")
 	}
-	t, err := loadgen.ReadToken(file)
+	t, err := state.ReadSecretFile(file)
 	if err != nil {
 		return "", usageError("agent token: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 
 	"github.com/portcullis/portcullis/hostconfig"
-	"github.com/portcullis/portcullis/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -108,22 +107,9 @@ func runInitClient(cmd *cobra.Command, client hostconfig.Client, f *initFlags) e
 	if err != nil {
 		return err
 	}
-	if _, err := env.SettingsFile(client, hostconfig.ScopeOf(project), project); err != nil {
+	s, err := env.Prepare(hostconfig.Setup{Client: client, Binary: exe, Project: project, Policy: f.policy, State: f.state, Force: f.force, Hold: f.hold})
+	if err != nil {
 		return usageError("%v", err)
-	}
-	s := hostconfig.Setup{Client: client, Binary: exe, Project: project, Force: f.force, Hold: f.hold}
-	if f.policy != "" {
-		if s.Policy, err = filepath.Abs(f.policy); err != nil {
-			return err
-		}
-		if _, _, err := policy.Load(s.Policy); err != nil {
-			return usageError("--policy: %v", err)
-		}
-	}
-	if f.state != "" {
-		if s.State, err = filepath.Abs(f.state); err != nil {
-			return err
-		}
 	}
 	if err := env.Protect(cmd.OutOrStdout(), s); err != nil {
 		return err
