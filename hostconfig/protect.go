@@ -31,7 +31,7 @@ type Setup struct {
 // scope the client has no configuration file in, a policy that does not
 // load.
 func (e Env) Prepare(s Setup) (Setup, error) {
-	if _, err := e.SettingsFile(s.Client, ScopeOf(s.Project), s.Project); err != nil {
+	if _, err := e.SettingsFile(s.Client, scopeOf(s.Project), s.Project); err != nil {
 		return s, err
 	}
 	var err error
@@ -51,26 +51,26 @@ func (e Env) Prepare(s Setup) (Setup, error) {
 	return s, nil
 }
 
-// ScopeOf is the scope of a project directory: the user's files for "".
-func ScopeOf(project string) Scope {
+// scopeOf is the scope of a project directory: the user's files for "".
+func scopeOf(project string) Scope {
 	if project != "" {
 		return ProjectScope
 	}
 	return UserScope
 }
 
-// PolicyPath is where init keeps a policy file named name (policy.yaml, or
+// policyPath is where init keeps a policy file named name (policy.yaml, or
 // an MCP server's NAME.yaml): the user's configuration directory, or the
 // project's .portcullis directory.
-func (e Env) PolicyPath(project, name string) string {
+func (e Env) policyPath(project, name string) string {
 	if project != "" {
 		return filepath.Join(project, ".portcullis", name)
 	}
 	return filepath.Join(e.PolicyDir(), name)
 }
 
-// StarterPolicy is the built-in default policy under init's header.
-func StarterPolicy() []byte {
+// starterPolicy is the built-in default policy under init's header.
+func starterPolicy() []byte {
 	return append(StarterHeader("portcullis init"), policy.DefaultYAML()...)
 }
 
@@ -108,8 +108,8 @@ func (e Env) Protect(w io.Writer, s Setup) error {
 	if polPath != "" {
 		fmt.Fprintf(w, "policy: %s\n", polPath)
 	} else {
-		polPath = e.PolicyPath(s.Project, "policy.yaml")
-		if err := WriteStarter(w, polPath, StarterPolicy(), s.Force); err != nil {
+		polPath = e.policyPath(s.Project, "policy.yaml")
+		if err := WriteStarter(w, polPath, starterPolicy(), s.Force); err != nil {
 			return err
 		}
 	}
@@ -117,7 +117,7 @@ func (e Env) Protect(w io.Writer, s Setup) error {
 		res Installed
 		err error
 	)
-	scope := ScopeOf(s.Project)
+	scope := scopeOf(s.Project)
 	if s.Client.HookInstallable() {
 		res, err = e.InstallHook(Hook{Client: s.Client, Scope: scope, Project: s.Project,
 			Command: HookCommand(s.Binary, s.Client, polPath, s.State, s.Hold), Hold: s.Hold})
@@ -160,7 +160,7 @@ func (e Env) ProtectServer(ctx context.Context, w, stderr io.Writer, s ServerSet
 		return err
 	}
 	classified := ClassifyTools(tools)
-	base := StarterPolicy()
+	base := starterPolicy()
 	have, err := ToolNames(base)
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func (e Env) ProtectServer(ctx context.Context, w, stderr io.Writer, s ServerSet
 	for _, c := range classified {
 		fmt.Fprintf(w, "  %-28s %-7s %s\n", c.Name, c.Endpoint, c.Why)
 	}
-	polPath := e.PolicyPath(s.Project, s.Name+".yaml")
+	polPath := e.policyPath(s.Project, s.Name+".yaml")
 	if err := WriteStarter(w, polPath, content, s.Force); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (e Env) ProtectServer(ctx context.Context, w, stderr io.Writer, s ServerSet
 		fmt.Fprintf(w, "run the server behind the gate in your client's configuration as:\n  %s\n", line)
 		return nil
 	}
-	res, err := e.WrapMCP(Wrap{Client: s.Client, Scope: ScopeOf(s.Project), Project: s.Project,
+	res, err := e.WrapMCP(Wrap{Client: s.Client, Scope: scopeOf(s.Project), Project: s.Project,
 		Prefix: WrapperPrefix(s.Binary, polPath, string(s.Client)),
 		Add:    &Server{Name: s.Name, Command: s.Command[0], Args: s.Command[1:]}})
 	if err != nil {
