@@ -42,7 +42,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 // BenchmarkStdioAddedLatency measures, in one run, an allowed tools/call
 // to a Go upstream made directly and made through the gateway (both hops
-// over pipes, as the stdio wrapper runs), and reports the p50 of each and
+// over OS pipes, as the stdio wrapper runs: Gateway.ServeStdio to the
+// client, the upstream's stdio framed by the gateway), and reports the p50 of each and
 // the gateway's added p50. With the SQLite store the allowed call waits
 // for its audit row to be durable (an fsync) before it is forwarded.
 func BenchmarkStdioAddedLatency(b *testing.B) {
@@ -72,38 +73,56 @@ func BenchmarkStdioAddedLatency(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			up := newNotes()
+			// The protocol version of the TypeScript SDK's servers and
+			// clients (Claude Code's), on both sides.
+			up := newNotes(fastVersion)
+			opts := &mcp.ClientSessionOptions{ProtocolVersion: fastVersion}
 			// Direct: the client talks to the upstream itself.
 			dc, ds := pipeTransports(b)
 			if _, err := up.server.Connect(ctx, ds, nil); err != nil {
 				b.Fatal(err)
 			}
-			direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(ctx, dc, nil)
+			direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(ctx, dc, opts)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer direct.Close()
-			// Gateway: client → gateway → upstream, each hop over pipes.
+			// Gateway: client → gateway → upstream, each hop over pipes, as
+			// `portcullis mcp` runs: the client served by ServeStdio, the
+			// upstream's stdio framed by the gateway.
 			gw, err := mcpgw.New(ctx, mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{{Name: "notes", TrustAnnotations: true, Transport: func(ctx context.Context) (mcp.Transport, error) {
-				c, s := pipeTransports(b)
-				if _, err := up.server.Connect(context.Background(), s, nil); err != nil {
+				cr, sw, err := os.Pipe()
+				if err != nil {
 					return nil, err
 				}
-				return c, nil
+				sr, cw, err := os.Pipe()
+				if err != nil {
+					return nil, err
+				}
+				if _, err := up.server.Connect(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}, nil); err != nil {
+					return nil, err
+				}
+				return mcpgw.FramedTransport("notes", cr, cw), nil
 			}}}, Agent: "bench"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer gw.Close()
-			gc, gs := pipeTransports(b)
-			if _, err := gw.Server().Connect(ctx, gs, nil); err != nil {
-				b.Fatal(err)
-			}
-			via, err := mcp.NewClient(&mcp.Implementation{Name: "via"}, nil).Connect(ctx, gc, nil)
+			cr, sw, err := os.Pipe()
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer via.Close()
+			sr, cw, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() { served <- gw.ServeStdio(ctx, sr, sw) }()
+			via, err := mcp.NewClient(&mcp.Implementation{Name: "via"}, nil).Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { via.Close(); <-served }()
 
 			params := &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}}
 			one := func(cs *mcp.ClientSession) time.Duration {

@@ -10,7 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,6 +57,7 @@ type commandTransport struct {
 	maxFrame int
 	log      *slog.Logger
 	skipped  func(reason string)
+	conn     *frameConn
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -71,8 +74,13 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	c := newFrameConn(stdout, stdin, t.upstream, t.maxFrame, t.log, t.skipped)
 	c.closeFn = func() error { return stopCommand(t.cmd, stdin) }
+	t.conn = c
 	return c, nil
 }
+
+// frames is the connection Connect made: the gateway writes allowed calls
+// to it as frames of its own (fast.go).
+func (t *commandTransport) frames() *frameConn { return t.conn }
 
 // stopCommand ends an upstream process as the MCP specification asks of a
 // stdio client: close its stdin, wait, then SIGTERM, then SIGKILL.
@@ -135,6 +143,24 @@ type frameConn struct {
 	incoming  chan frameOrErr
 	queue     []jsonrpc.Message // the rest of a batch (Read only)
 	end       error             // the stream's end, after the queue (Read only)
+
+	// The gateway's own calls in flight (fast.go), by id: their
+	// responses go to them, never to the SDK.
+	pmu     sync.Mutex
+	pending map[string]chan rawReply
+	npend   atomic.Int32
+	ended   error // why no response can arrive any more
+}
+
+// rawReply is the response to a call the gateway wrote itself: the line
+// as it came (scanned), a message the SDK's codec decoded (an error
+// response the frame reader made, or a line the scanner would not read),
+// or the connection's end.
+type rawReply struct {
+	line []byte
+	scan rpcLine
+	msg  *jsonrpc.Response
+	err  error
 }
 
 type frameOrErr struct {
@@ -173,8 +199,15 @@ func (c *frameConn) readLoop(r *bufio.Reader) {
 		switch {
 		case over != nil:
 			msgs = c.oversized(over)
+		case len(line) > 0 && c.npend.Load() > 0 && c.divert(line):
 		case len(line) > 0:
 			msgs = c.decode(line)
+		}
+		if c.npend.Load() > 0 {
+			msgs = c.claim(msgs)
+		}
+		if err != nil {
+			c.endPending(fmt.Errorf("calling %q: %w", "tools/call", err))
 		}
 		if len(msgs) == 0 && err == nil {
 			continue
@@ -386,12 +419,99 @@ func (c *frameConn) writeLine(data []byte) error {
 // Close implements mcp.Connection: it stops the upstream process.
 func (c *frameConn) Close() error {
 	c.closeOnce.Do(func() {
+		c.endPending(fmt.Errorf("%w: calling %q: the gateway closed the connection", mcp.ErrConnectionClosed, "tools/call"))
 		close(c.closed)
 		if c.closeFn != nil {
 			c.closeErr = c.closeFn()
 		}
 	})
 	return c.closeErr
+}
+
+// expect registers a call the gateway writes itself; its response is
+// delivered on the channel.
+func (c *frameConn) expect(id string) (<-chan rawReply, error) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.ended != nil {
+		return nil, c.ended
+	}
+	if c.pending == nil {
+		c.pending = map[string]chan rawReply{}
+	}
+	ch := make(chan rawReply, 1)
+	c.pending[id] = ch
+	c.npend.Add(1)
+	return ch, nil
+}
+
+// forget drops a call that no longer waits for its response.
+func (c *frameConn) forget(id string) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if _, ok := c.pending[id]; ok {
+		delete(c.pending, id)
+		c.npend.Add(-1)
+	}
+}
+
+// deliver hands a response to the call waiting for it, if one is.
+func (c *frameConn) deliver(id string, r rawReply) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	ch, ok := c.pending[id]
+	if !ok {
+		return false
+	}
+	delete(c.pending, id)
+	c.npend.Add(-1)
+	ch <- r
+	return true
+}
+
+// endPending fails every call waiting for a response: none can arrive.
+func (c *frameConn) endPending(err error) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.ended == nil {
+		c.ended = err
+	}
+	for id, ch := range c.pending {
+		ch <- rawReply{err: err}
+		delete(c.pending, id)
+	}
+	c.npend.Store(0)
+}
+
+// divert hands a line that answers one of the gateway's own calls to it,
+// as the bytes it came as. A line the scanner will not read goes on to
+// decode (and claim).
+func (c *frameConn) divert(line []byte) bool {
+	trimmed := bytes.TrimSpace(line)
+	if !bytes.Contains(trimmed, []byte(`"`+rawIDPrefix)) {
+		return false
+	}
+	own := bytes.Clone(trimmed)
+	var m rpcLine
+	if !scanLine(own, &m) || m.hasMethod || len(m.id) < 2 || m.id[0] != '"' {
+		return false
+	}
+	return c.deliver(string(m.id[1:len(m.id)-1]), rawReply{line: own, scan: m})
+}
+
+// claim takes out of msgs the responses to the gateway's own calls and
+// delivers them.
+func (c *frameConn) claim(msgs []jsonrpc.Message) []jsonrpc.Message {
+	out := msgs[:0]
+	for _, msg := range msgs {
+		if r, ok := msg.(*jsonrpc.Response); ok {
+			if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, rawIDPrefix) && c.deliver(id, rawReply{msg: r}) {
+				continue
+			}
+		}
+		out = append(out, msg)
+	}
+	return out
 }
 
 // SessionID implements mcp.Connection: stdio has no session id.

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -138,6 +139,9 @@ type session struct {
 	// an upstream makes of its client (sampling, elicitation, roots) goes
 	// to the session it is serving.
 	inflight map[*upstream]int
+	// initialized says the client sent notifications/initialized: from
+	// then on the stdio fast path may answer its tools/call (fast.go).
+	initialized atomic.Bool
 }
 
 type progressRoute struct {
@@ -314,7 +318,7 @@ func (g *Gateway) newServer() *mcp.Server {
 		Logger:       g.log,
 		Capabilities: g.capabilities(),
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			g.sessionOf(req.Session, nil)
+			g.sessionOf(req.Session, nil).initialized.Store(true)
 			g.readyOnce.Do(func() { close(g.ready) })
 			// With one client (the stdio wrapper), the upstreams were
 			// started before it: if it offers roots, tell them to ask.

@@ -163,11 +163,55 @@ func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mc
 	return res, nil
 }
 
-// callTool gates a tools/call and forwards it when the gate allows it.
-func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (_ *mcp.CallToolResult, err error) {
+// callTool gates a tools/call the SDK decoded (see gateCall).
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s := g.sessionOf(req.Session, req.Extra)
 	p := req.Params
-	ctx, end := g.cfg.Observer.StartCall(ctx, p.Name, s.id, s.agent)
+	a := g.gateCall(ctx, s, &toolCall{name: p.Name, args: p.Arguments, meta: p.Meta, extra: req.Extra})
+	if a.err != nil {
+		return nil, a.err
+	}
+	return a.res, nil
+}
+
+// toolCall is one tools/call as the gateway reads it, whether the SDK
+// decoded it or the fast path scanned it (fast.go).
+type toolCall struct {
+	name  string
+	args  json.RawMessage // as the client sent them
+	meta  mcp.Meta
+	extra *mcp.RequestExtra
+	// rawMeta is the client's _meta as it came, on the fast path.
+	rawMeta json.RawMessage
+	// fast says the call came by the fast path: when allowed, it goes to
+	// an upstream framed by the gateway as a frame of its own, and its
+	// result comes back as raw bytes.
+	fast bool
+}
+
+// progressToken is the client's progress token, as the SDK reads it.
+func (tc *toolCall) progressToken() any {
+	if tc.meta == nil {
+		return nil
+	}
+	return tc.meta["progressToken"]
+}
+
+// callAnswer is the answer to a tools/call: a result (built by the
+// gateway, or an upstream's decoded), an upstream's result as the bytes
+// it came as (the fast path), or a protocol error.
+type callAnswer struct {
+	res *mcp.CallToolResult
+	raw json.RawMessage
+	err error
+}
+
+func answer(res *mcp.CallToolResult) callAnswer { return callAnswer{res: res} }
+
+// gateCall gates a tools/call and forwards it when the gate allows it: the
+// one pipeline of every tools/call, whichever way it came.
+func (g *Gateway) gateCall(ctx context.Context, s *session, tc *toolCall) (a callAnswer) {
+	ctx, end := g.cfg.Observer.StartCall(ctx, tc.name, s.id, s.agent)
 	result := "denied"
 	g.mu.Lock()
 	g.inflight++
@@ -176,26 +220,26 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (_ *mc
 		g.mu.Lock()
 		g.inflight--
 		g.mu.Unlock()
-		if err != nil {
+		if a.err != nil {
 			result = "error"
 		}
-		end(result, err)
+		end(result, a.err)
 	}()
-	call := portcullis.Call{Tool: p.Name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent, ContextSource: portcullis.ContextOperator,
-		Client: clientRef(p.Meta, req.Extra)}
-	args, err := decodeArgs(p.Arguments)
+	call := portcullis.Call{Tool: tc.name, Session: s.id, Agent: s.agent, UserPresent: g.cfg.UserPresent, ContextSource: portcullis.ContextOperator,
+		Client: clientRef(tc.meta, tc.extra)}
+	args, err := decodeArgs(tc.args)
 	if err != nil {
 		// Not an object: nothing to decide on. The call is refused and
 		// never reaches the upstream.
 		result = "refused"
-		return errorResult(fmt.Sprintf("Portcullis refused the call to %q: its arguments are not a JSON object (%v).", p.Name, err), nil), nil
+		return answer(errorResult(fmt.Sprintf("Portcullis refused the call to %q: its arguments are not a JSON object (%v).", tc.name, err), nil))
 	}
 	call.Args = args
 	if g.cfg.Autonomous {
 		call.Run = &portcullis.Run{ID: s.id}
 	}
 	g.mu.Lock()
-	e := g.tools[p.Name]
+	e := g.tools[tc.name]
 	g.mu.Unlock()
 	if e != nil {
 		info := e.info
@@ -212,18 +256,18 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (_ *mc
 		if e == nil {
 			// The gate let through a tool no upstream offers (mode off):
 			// there is nothing to forward to.
-			return errorResult(fmt.Sprintf("No upstream server offers a tool named %q.", p.Name), &d), nil
+			return answer(errorResult(fmt.Sprintf("No upstream server offers a tool named %q.", tc.name), &d))
 		}
 		result = "forwarded"
-		return g.forward(ctx, s, e, p, call)
+		return g.forward(ctx, s, e, tc, call)
 	case portcullis.OutcomeConfirm:
 		if e == nil || d.ChallengeID == "" {
-			return denyResult(d), nil
+			return answer(denyResult(d))
 		}
 		result = "held"
-		return g.hold(ctx, req, s, e, call, d)
+		return g.hold(ctx, tc, s, e, call, d)
 	default:
-		return denyResult(d), nil
+		return answer(denyResult(d))
 	}
 }
 
@@ -246,41 +290,63 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	return args, nil
 }
 
+// forwardedArgs are the arguments an allowed call is forwarded with: as
+// the client sent them, but absent or null ones as the empty object the
+// gate decided on.
+func forwardedArgs(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
 // forward sends an allowed call to its upstream and records the result's
-// isError as the outcome of the run's step.
-func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.CallToolParamsRaw, call portcullis.Call) (*mcp.CallToolResult, error) {
-	cs, err := e.up.client()
+// isError as the outcome of the run's step. A call that came by the fast
+// path, without a progress token, to an upstream the gateway frames
+// itself goes as a frame of the gateway's own (fast.go); any other
+// through the SDK's client session.
+func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, tc *toolCall, call portcullis.Call) callAnswer {
+	cs, fc, err := e.up.framed()
 	if err != nil {
 		g.cfg.Observer.UpstreamCall(ctx, e.up.cfg.Name, e.name, 0, false, err)
-		return errorResult(fmt.Sprintf("The call to %q was allowed, but %v. Try again shortly.", p.Name, err), nil), nil
+		return answer(errorResult(fmt.Sprintf("The call to %q was allowed, but %v. Try again shortly.", tc.name, err), nil))
+	}
+	tok := tc.progressToken()
+	if !tc.fast || tok != nil {
+		fc = nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
-	params := &mcp.CallToolParams{Name: e.name, Arguments: p.Arguments}
-	if len(p.Arguments) == 0 {
-		params.Arguments = map[string]any{}
-	}
-	if len(p.Meta) > 0 {
-		params.Meta = maps.Clone(p.Meta)
-		if tok, ok := p.Meta["progressToken"]; ok && tok != nil {
-			params.Meta["progressToken"] = g.routeProgress(s.ss, tok)
-			defer g.dropProgress(params.Meta["progressToken"].(string))
+	var params *mcp.CallToolParams
+	if fc == nil {
+		params = &mcp.CallToolParams{Name: e.name, Arguments: forwardedArgs(tc.args)}
+		if len(tc.meta) > 0 {
+			params.Meta = maps.Clone(tc.meta)
+			if tok != nil {
+				params.Meta["progressToken"] = g.routeProgress(s.ss, tok)
+				defer g.dropProgress(params.Meta["progressToken"].(string))
+			}
 		}
 	}
 	g.mu.Lock()
 	s.inflight[e.up]++
 	g.mu.Unlock()
 	start := time.Now()
-	res, err := cs.CallTool(ctx, params)
-	g.cfg.Observer.UpstreamCall(ctx, e.up.cfg.Name, e.name, time.Since(start), err == nil && res.IsError, err)
+	var res *mcp.CallToolResult
+	var raw json.RawMessage
+	isError := false
+	if fc != nil {
+		raw, res, isError, err = g.callRaw(ctx, fc, e, tc)
+	} else {
+		res, err = cs.CallTool(ctx, params)
+		isError = err == nil && res.IsError
+	}
+	g.cfg.Observer.UpstreamCall(ctx, e.up.cfg.Name, e.name, time.Since(start), isError, err)
 	g.mu.Lock()
 	s.inflight[e.up]--
 	g.mu.Unlock()
 	outcome := portcullis.StepSuccess
-	switch {
-	case err != nil:
-		outcome = portcullis.StepFailure
-	case res.IsError:
+	if err != nil || isError {
 		outcome = portcullis.StepFailure
 	}
 	if call.Run != nil {
@@ -291,15 +357,18 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, p *mcp.
 	if err != nil {
 		var wire *jsonrpc.Error
 		if errors.As(err, &wire) {
-			return nil, err // the upstream's own protocol error, passed on
+			return callAnswer{err: err} // the upstream's own protocol error, passed on
 		}
 		if ctx.Err() == context.DeadlineExceeded {
-			return errorResult(fmt.Sprintf("Upstream %q did not answer the call to %q within %s.", e.up.cfg.Name, p.Name, g.cfg.CallTimeout), nil), nil
+			return answer(errorResult(fmt.Sprintf("Upstream %q did not answer the call to %q within %s.", e.up.cfg.Name, tc.name, g.cfg.CallTimeout), nil))
 		}
-		return errorResult(fmt.Sprintf("Upstream %q failed the call to %q: %v", e.up.cfg.Name, p.Name, err), nil), nil
+		return answer(errorResult(fmt.Sprintf("Upstream %q failed the call to %q: %v", e.up.cfg.Name, tc.name, err), nil))
+	}
+	if raw != nil {
+		return callAnswer{raw: raw}
 	}
 	stripOwnMeta(res)
-	return res, nil
+	return answer(res)
 }
 
 var progressSeq atomic.Uint64

@@ -23,7 +23,7 @@ var progressEvery = 5 * time.Second
 // console's approval page. Approved: the call is decided again (the grant
 // the approval recorded satisfies it) and forwarded when allowed. Denied,
 // expired or timed out: an error result.
-func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session, e *toolEntry, call portcullis.Call, d portcullis.Decision) (*mcp.CallToolResult, error) {
+func (g *Gateway) hold(ctx context.Context, tc *toolCall, s *session, e *toolEntry, call portcullis.Call, d portcullis.Decision) callAnswer {
 	id := d.ChallengeID
 	wctx, cancel := context.WithTimeout(ctx, g.cfg.Wait)
 	defer cancel()
@@ -37,7 +37,7 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 	}()
 	g.log.Info("call held for a person", "tool", call.Tool, "session", s.id, "agent", s.agent, "approval", id)
 
-	if tok := req.Params.GetProgressToken(); tok != nil {
+	if tok := tc.progressToken(); tok != nil {
 		go g.heartbeat(wctx, s.ss, tok, id)
 	}
 	if g.cfg.ApprovalURL != nil && supportsURLElicitation(s.ss) {
@@ -62,14 +62,14 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 	g.cfg.Observer.ApprovalWait(call.Tool, waitResult(ctx, a, err), time.Since(waitStart))
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return errorResult(fmt.Sprintf("No person answered approval request %s for the call to %q within %s. The request stays open until %s; if a person approves it, calling again with the same arguments will pass.", id, call.Tool, g.cfg.Wait, a.ExpiresAt.UTC().Format(time.RFC3339)), &d), nil
+		return answer(errorResult(fmt.Sprintf("No person answered approval request %s for the call to %q within %s. The request stays open until %s; if a person approves it, calling again with the same arguments will pass.", id, call.Tool, g.cfg.Wait, a.ExpiresAt.UTC().Format(time.RFC3339)), &d))
 	case ctx.Err() != nil:
 		g.log.Info("held call cancelled by the client", "tool", call.Tool, "session", s.id, "approval", id)
-		return nil, ctx.Err()
+		return callAnswer{err: ctx.Err()}
 	case err != nil:
 		d.Outcome, d.FailClosed = portcullis.OutcomeDeny, true
 		d.Reason = "the approval request could not be read: " + err.Error()
-		return denyResult(d), nil
+		return answer(denyResult(d))
 	}
 	switch a.Status {
 	case portcullis.ApprovalApproved:
@@ -78,19 +78,19 @@ func (g *Gateway) hold(ctx context.Context, req *mcp.CallToolRequest, s *session
 			d2.Outcome, d2.FailClosed = portcullis.OutcomeDeny, true
 		}
 		if d2.Outcome != portcullis.OutcomeAllow {
-			return denyResult(d2), nil
+			return answer(denyResult(d2))
 		}
-		return g.forward(ctx, s, e, req.Params, call)
+		return g.forward(ctx, s, e, tc, call)
 	case portcullis.ApprovalDenied:
 		text := fmt.Sprintf("A person denied the call to %q (approval %s)", call.Tool, id)
 		if a.DenyReason != "" {
 			text += ": " + a.DenyReason
 		}
 		d.Outcome, d.Reason = portcullis.OutcomeDeny, text
-		return errorResult(text+". Do not retry it unchanged.", &d), nil
+		return answer(errorResult(text+". Do not retry it unchanged.", &d))
 	default:
 		d.Outcome = portcullis.OutcomeDeny
-		return errorResult(fmt.Sprintf("Approval request %s for the call to %q %s before a person answered.", id, call.Tool, a.Status), &d), nil
+		return answer(errorResult(fmt.Sprintf("Approval request %s for the call to %q %s before a person answered.", id, call.Tool, a.Status), &d))
 	}
 }
 

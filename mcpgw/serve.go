@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -14,27 +13,6 @@ import (
 
 	"github.com/portcullis/portcullis/internal/guard"
 )
-
-// ServeStdio serves one client over in and out (the wrapper's stdin and
-// stdout) until the client disconnects or ctx ends. Only MCP messages are
-// written to out.
-func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	ss, err := g.server.Connect(ctx, &mcp.IOTransport{Reader: in, Writer: out}, nil)
-	if err != nil {
-		return fmt.Errorf("mcpgw: serve stdio: %w", err)
-	}
-	g.sessionOf(ss, nil)
-	done := make(chan error, 1)
-	go func() { done <- ss.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		ss.Close()
-		<-done
-		return ctx.Err()
-	}
-}
 
 // HTTPOptions configures the Streamable HTTP endpoint.
 type HTTPOptions struct {

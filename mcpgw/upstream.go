@@ -147,8 +147,12 @@ type upstream struct {
 	g   *Gateway
 	cfg Upstream
 
-	mu    sync.Mutex
-	cs    *mcp.ClientSession
+	mu sync.Mutex
+	cs *mcp.ClientSession
+	// fc is cs's connection when the gateway frames it itself and the
+	// session's protocol lets the gateway write calls of its own to it
+	// (fast.go); nil otherwise.
+	fc    *frameConn
 	send  mcp.MethodHandler // the SDK client's sending handler
 	ir    *mcp.InitializeResult
 	down  error                 // why the upstream is unavailable; nil when connected
@@ -180,6 +184,13 @@ type toolEntry struct {
 var errUpstreamDown = errors.New("upstream unavailable")
 
 func (u *upstream) client() (*mcp.ClientSession, error) {
+	cs, _, err := u.framed()
+	return cs, err
+}
+
+// framed is client, with the session's connection when the gateway may
+// write calls of its own to it (nil otherwise).
+func (u *upstream) framed() (*mcp.ClientSession, *frameConn, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.cs == nil {
@@ -187,9 +198,9 @@ func (u *upstream) client() (*mcp.ClientSession, error) {
 		if why == nil {
 			why = errUpstreamDown
 		}
-		return nil, fmt.Errorf("upstream %q is unavailable: %w", u.cfg.Name, why)
+		return nil, nil, fmt.Errorf("upstream %q is unavailable: %w", u.cfg.Name, why)
 	}
-	return u.cs, nil
+	return u.cs, u.fc, nil
 }
 
 func (u *upstream) initResult() *mcp.InitializeResult {
@@ -229,7 +240,10 @@ func (u *upstream) connect(ctx context.Context) error {
 		cs.Close()
 		return errors.New("gateway closed")
 	}
-	u.cs, u.ir, u.down = cs, cs.InitializeResult(), nil
+	u.cs, u.ir, u.down, u.fc = cs, cs.InitializeResult(), nil, nil
+	if f, ok := t.(interface{ frames() *frameConn }); ok && rawCapable(u.ir) {
+		u.fc = f.frames()
+	}
 	u.mu.Unlock()
 	if err := u.syncTools(ctx); err != nil {
 		u.g.log.Warn("list upstream tools", "upstream", u.cfg.Name, "err", err)
@@ -248,7 +262,7 @@ func (u *upstream) close() error {
 	u.mu.Lock()
 	u.closed = true
 	cs := u.cs
-	u.cs = nil
+	u.cs, u.fc = nil, nil
 	u.mu.Unlock()
 	if cs != nil {
 		return cs.Close()
@@ -273,7 +287,7 @@ func (u *upstream) supervise(ctx context.Context) {
 			}
 			u.mu.Lock()
 			if u.cs == cs {
-				u.cs = nil
+				u.cs, u.fc = nil, nil
 				u.down = fmt.Errorf("its session ended: %v", orEOF(err))
 				u.restarts++
 			}
