@@ -55,6 +55,15 @@ var layers = map[string][]string{
 	"validator":                  {"", "validator/internal/failure"},
 	"validator/anthropic":        {"", "validator/internal/failure"},
 	"validator/openai":           {"", "validator/internal/failure"},
+	// The validator a policy asks for, built from its providers.
+	"validator/providers": {"", "validator", "validator/anthropic", "validator/openai", "validator/command"},
+	// The state directory and the store a URL names in it.
+	"state": {"", "sqlite", "postgres"},
+	// The clients' configuration files; init's starter policy is the
+	// default policy, checked by loading it.
+	"hostconfig": {"policy"},
+	// Which build is running (`portcullis version`).
+	"internal/buildinfo": {},
 	// The HTTP entry points share one guard (Host and Origin rules, the
 	// count of wrong credentials, body deadlines); it imports no package
 	// of this module.
@@ -71,7 +80,7 @@ var layers = map[string][]string{
 	// server is `portcullis serve` as a component: it wires the gate, the
 	// HTTP entry points, the metrics and the witnesses of one gateway, and
 	// nothing that reads the command line.
-	"server": {"", "auditlog", "gate", "policy", "internal/guard", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "witness"},
+	"server": {"", "auditlog", "gate", "policy", "internal/guard", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "tracing", "witness"},
 }
 
 // TestImportRules enforces the layering of docs/ARCHITECTURE.md ("Packages") with `go list`, the way

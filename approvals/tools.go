@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,4 +67,50 @@ func indentJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// PinStore reads the pinned tools (every Store does).
+type PinStore interface {
+	ToolPins(ctx context.Context) ([]portcullis.ToolPin, error)
+	ToolPin(ctx context.Context, upstream, tool string) (portcullis.ToolPin, bool, error)
+}
+
+// ListPins writes the pinned tools of pins as a table (WritePins).
+func ListPins(ctx context.Context, w io.Writer, pins PinStore, heldOnly bool) error {
+	ps, err := pins.ToolPins(ctx)
+	if err != nil {
+		return err
+	}
+	return WritePins(w, ps, heldOnly)
+}
+
+// ToolGate is what AcceptTool needs of the gate: accepting a held tool on
+// a person's behalf, with its audit row. *gate.Gate is one.
+type ToolGate interface {
+	AcceptTool(ctx context.Context, upstream, tool, by string) (portcullis.ToolPin, error)
+}
+
+// AcceptTool accepts the held definition of upstream's tool as the person
+// by, after writing to w what changed (WriteToolChange), and says so.
+// Errors carry the codes NOT_FOUND for a tool that is not pinned and
+// CONFLICT for one with no change waiting.
+func AcceptTool(ctx context.Context, w io.Writer, pins PinStore, g ToolGate, upstream, tool, by string) error {
+	p, ok, err := pins.ToolPin(ctx, upstream, tool)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return portcullis.Errorf(portcullis.CodeNotFound, "no pinned tool %q of upstream %q (see portcullis tools)", tool, upstream)
+	}
+	if p.PendingHash == "" {
+		return portcullis.Errorf(portcullis.CodeConflict, "tool %q of upstream %q has no pending change", tool, upstream)
+	}
+	if err := WriteToolChange(w, p); err != nil {
+		return err
+	}
+	if _, err := g.AcceptTool(ctx, upstream, tool, by); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "accepted: calls to %s are decided by the policy again\n", tool)
+	return err
 }

@@ -1,7 +1,9 @@
 package approvals_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/approvals"
+	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/memstore"
 )
 
 var seen = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -80,5 +84,55 @@ func TestWriteToolChange(t *testing.T) {
 	want = "run_shell is a new tool of upstream notes, first offered after its tools were pinned. Its definition:\n{\n  \"name\": \"run_shell\"\n}\n"
 	if b.String() != want {
 		t.Errorf("WriteToolChange(new) = %q; want %q", b.String(), want)
+	}
+}
+
+// TestAcceptTool accepts a changed tool through a real gate on a store:
+// the change is shown, then accepted and audited; an unknown tool and one
+// with nothing waiting are refused with their codes, and nothing shown.
+func TestAcceptTool(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(nil)
+	for _, p := range pins() {
+		if err := st.PutToolPin(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := approvals.ListPins(ctx, &b, st, true); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(b.String()), "\n"); len(lines) != 3 || !strings.Contains(lines[1], "edit_note") || !strings.Contains(lines[2], "run_shell") {
+		t.Errorf("ListPins(held only) = %q; want the header and the two held tools", b.String())
+	}
+	b.Reset()
+	if err := approvals.AcceptTool(ctx, &b, st, g, "notes", "edit_note", "ana"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "The definition of edit_note (upstream notes) changed:\n") || !strings.HasSuffix(b.String(), "\naccepted: calls to edit_note are decided by the policy again\n") {
+		t.Errorf("AcceptTool wrote %q; want the change, then that it was accepted", b.String())
+	}
+	p, ok, err := st.ToolPin(ctx, "notes", "edit_note")
+	if err != nil || !ok || p.PendingHash != "" || p.Hash != "sha256:c" || p.AcceptedBy != "ana" {
+		t.Errorf("the pin after AcceptTool = %+v, %v, %v; want the new definition, accepted by ana", p, ok, err)
+	}
+	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Kind: portcullis.AuditTool})
+	if err != nil || len(recs) != 1 {
+		t.Errorf("audit rows of the acceptance = %d, %v; want 1", len(recs), err)
+	}
+	for _, tc := range []struct {
+		tool string
+		code portcullis.Code
+	}{{"no_such_tool", portcullis.CodeNotFound}, {"read_note", portcullis.CodeConflict}} {
+		b.Reset()
+		err := approvals.AcceptTool(ctx, &b, st, g, "notes", tc.tool, "ana")
+		var pe *portcullis.Error
+		if !errors.As(err, &pe) || pe.Code != tc.code || b.Len() != 0 {
+			t.Errorf("AcceptTool(%s) = %v, wrote %q; want %s and nothing written", tc.tool, err, b.String(), tc.code)
+		}
 	}
 }

@@ -34,18 +34,19 @@ const (
 )
 
 // Finding is what Check found for one client configuration file.
+// Its JSON form is what `portcullis doctor --json` prints.
 type Finding struct {
-	Client  Client
-	File    string // the configuration file it is about
-	Server  string // the MCP server of File it is about ("" for the file or the client as a whole)
-	Status  Status
-	Why     []string // what was found, in order
-	Fix     string   // the command that fixes it, when not protected
-	Command string   // the configured command, when there is one
+	Client  Client   `json:"client"`
+	File    string   `json:"file"`             // the configuration file it is about
+	Server  string   `json:"server,omitempty"` // the MCP server of File it is about ("" for the file or the client as a whole)
+	Status  Status   `json:"status"`
+	Why     []string `json:"why"`               // what was found, in order
+	Fix     string   `json:"fix,omitempty"`     // the command that fixes it, when not protected
+	Command string   `json:"command,omitempty"` // the configured command, when there is one
 	// DefaultPolicy: the command names no policy file, so it runs under
 	// the built-in default policy (unless the client's environment sets
 	// PORTCULLIS_POLICY).
-	DefaultPolicy bool
+	DefaultPolicy bool `json:"defaultPolicy"`
 }
 
 // Probe is how Check runs a configured hook command: with the client's

@@ -15,7 +15,10 @@
 // client it finds is protected (Check, behind `portcullis doctor`): it
 // probes each hook command and starts each MCP server entry behind the
 // wrapper for the MCP handshake, as the client would (never, unless
-// asked, a server that only a project's own files name).
+// asked, a server that only a project's own files name). Prepare,
+// Protect and ProtectServer are what `portcullis init` does with these
+// pieces, and Report what `portcullis doctor` does; they write what they
+// did and found as the commands show it.
 //
 // It never decides a call: the hooks and wrappers it installs run the
 // portcullis binary, whose gate decides. It refuses to install a command

@@ -41,6 +41,37 @@ func (c Client) Hooked() bool {
 // client's tool hook (hook install): the hooked clients, and Cursor.
 func (c Client) HookInstallable() bool { return c.Hooked() || c == Cursor }
 
+// ClientNames are the names of Clients, in order.
+func ClientNames() []string {
+	out := make([]string, 0, len(Clients))
+	for _, c := range Clients {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// Protection says in a line what `portcullis init` puts in front of the
+// client.
+func (c Client) Protection() string {
+	return map[Client]string{
+		ClaudeCode:    "Claude Code: a PreToolUse hook for every tool",
+		Codex:         "Codex CLI: PreToolUse and PermissionRequest hooks, trusted in config.toml",
+		Gemini:        "Gemini CLI: a BeforeTool hook for every tool",
+		ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
+		Cursor:        "Cursor: blocking hooks for its terminal, MCP calls, file reads and writes",
+		Copilot:       "GitHub Copilot CLI: a preToolUse hook for every tool",
+		OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
+	}[c]
+}
+
+// WrappedClientNamed returns the client of that name whose MCP servers
+// init wraps in `portcullis mcp`: not a Hooked one, which sees MCP tools
+// through its hook.
+func WrappedClientNamed(name string) (Client, bool) {
+	c, ok := ClientNamed(name)
+	return c, ok && !c.Hooked()
+}
+
 // ClientNamed returns the client of that name.
 func ClientNamed(name string) (Client, bool) {
 	for _, c := range Clients {

@@ -9,8 +9,9 @@
 // listener. Open starts them in order; Close ends them in reverse, once
 // the last request has been answered.
 //
-// It must not print anything but the human notices the gateway's
-// terminal is given (Options.Terminal): the command prints its banner.
+// It prints nothing of its own accord but the human notices the gateway's
+// terminal is given (Options.Terminal); WriteBanner writes the banner the
+// command shows once the server is open.
 //
 // Wrapper is `portcullis mcp`, the stdio wrapper of one upstream server,
 // as a component of the same shape; UntilStopped is how both stop on the

@@ -95,6 +95,15 @@ func TestServerServesAndCloses(t *testing.T) {
 	if got := srv.CreatedTokens(); len(got) != 1 || !strings.HasPrefix(got[0], "bot: ") {
 		t.Fatalf("CreatedTokens() = %q; want the token file of bot, made at this start", got)
 	}
+	var banner strings.Builder
+	srv.WriteBanner(&banner)
+	dir := srv.StateDir()
+	if want := "portcullis: created the token of agent " + srv.CreatedTokens()[0] + " (0600); clients send it as Authorization: Bearer <token>\n" +
+		"portcullis: serving MCP on " + srv.URL() + "/mcp (1 upstream, 1 agent); state in " + dir + "\n" +
+		"portcullis: console on " + srv.URL() + "/ (log in with the token in " + filepath.Join(dir, "admin.token") + ")\n" +
+		"portcullis: metrics on " + srv.URL() + "/metrics (bearer token in " + filepath.Join(dir, "metrics.token") + ")\n"; banner.String() != want {
+		t.Errorf("WriteBanner wrote\n%s\nwant\n%s", banner.String(), want)
+	}
 	tok, err := os.ReadFile(cfg.Agents[0].TokenFile)
 	if err != nil {
 		t.Fatal(err)

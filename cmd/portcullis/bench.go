@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/portcullis/portcullis/loadgen"
+	"github.com/portcullis/portcullis/state"
 )
 
 // runBench drives a running gateway with concurrent agent sessions (package
@@ -21,32 +20,15 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 	if len(pos) > 0 {
 		return usageError("bench takes no arguments; unexpected %q", pos[0])
 	}
-	cfg := loadgen.Config{
-		BaseURL: o.gateway, Sessions: o.sessions, Duration: o.duration, Count: o.count, Rate: o.rate,
-		Tools:       loadgen.Tools{Read: o.read, Write: o.write, Deny: o.deny, Shell: o.shell, ShellArg: o.shellArg},
-		CallTimeout: o.timeout, ProgressEvery: o.progress, Seed: o.seed,
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY"))
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = "http://127.0.0.1:8470"
-	}
-	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	switch o.via {
-	case "api":
-		cfg.Via = []loadgen.Via{loadgen.API}
-	case "mcp":
-		cfg.Via = []loadgen.Via{loadgen.MCP}
-	case "both":
-		cfg.Via = []loadgen.Via{loadgen.API, loadgen.MCP}
-	default:
-		return usageError("--via %q: want api, mcp or both", o.via)
+	cfg := o.cfg
+	cfg.BaseURL = strings.TrimRight(firstNonEmpty(cfg.BaseURL, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY")), loadgen.DefaultURL), "/")
+	if cfg.Via, err = loadgen.ParseVia(o.via); err != nil {
+		return usageError("--via %v", err)
 	}
 	if cfg.Mix, err = loadgen.ParseMix(o.mix); err != nil {
 		return usageError("--mix: %v", err)
 	}
-	if cfg.Mix[loadgen.Shell] > 0 && o.shell == "" {
+	if cfg.Mix[loadgen.Shell] > 0 && cfg.Tools.Shell == "" {
 		cfg.Mix[loadgen.Shell] = 0 // no shell tool named: no shell commands
 	}
 	if cfg.AgentToken, err = benchToken(o.tokenFile); err != nil {
@@ -57,15 +39,8 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 			return err
 		}
 	}
-	if o.progress > 0 {
-		cfg.Progress = func(s loadgen.Snapshot) {
-			mem := ""
-			if s.RSSBytes > 0 {
-				mem = fmt.Sprintf(", gateway RSS %.1f MB", float64(s.RSSBytes)/(1<<20))
-			}
-			fmt.Fprintf(stderr, "bench: %6.1fs  %d calls (%d unanswered)  %.0f/s  p50 %.2fms  p99 %.2fms%s\n",
-				s.Elapsed.Seconds(), s.Calls, s.Failed, s.IntervalRate, ms(s.IntervalP50), ms(s.IntervalP99), mem)
-		}
+	if cfg.ProgressEvery > 0 {
+		cfg.Progress = func(s loadgen.Snapshot) { s.WriteProgress(stderr) }
 	}
 	if o.gatewayPID > 0 {
 		p := o.gatewayPID
@@ -79,11 +54,8 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 	if o.audit {
 		// Open only an existing store: a new empty one would report
 		// every decision missing.
-		if u, err := sf.url(); err == nil && strings.HasPrefix(u, "sqlite:") {
-			path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
-			if _, err := os.Stat(path); err != nil {
-				return fmt.Errorf("the gateway's store: %w (pass the gateway's --state or --store, or --audit=false)", err)
-			}
+		if err := sf.place().Missing(); err != nil {
+			return fmt.Errorf("the gateway's store: %w (pass the gateway's --state or --store, or --audit=false)", err)
 		}
 		st, err := sf.open(ctx, cliLogger(stderr))
 		if err != nil {
@@ -95,13 +67,7 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 			return err
 		}
 	}
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else if err := rep.WriteTable(stdout); err != nil {
+	if err := rep.Write(stdout, o.json); err != nil {
 		return err
 	}
 	if check != nil && !check.Complete() {
@@ -110,8 +76,6 @@ func runBench(ctx context.Context, o *benchOptions, pos []string, stdout, stderr
 	return nil
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 func benchToken(file string) (string, error) {
 	if file == "" {
 		if t := strings.TrimSpace(os.Getenv("PORTCULLIS_AGENT_TOKEN")); t != "" {
@@ -119,13 +83,9 @@ func benchToken(file string) (string, error) {
 		}
 		return "", usageError("no agent token: pass --token-file FILE or set PORTCULLIS_AGENT_TOKEN")
 	}
-	b, err := os.ReadFile(file)
+	t, err := state.ReadSecretFile(file)
 	if err != nil {
 		return "", usageError("agent token: %v", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", usageError("agent token: %s is empty", file)
 	}
 	return t, nil
 }

@@ -189,3 +189,5 @@ func BenchmarkGatewaySoak(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

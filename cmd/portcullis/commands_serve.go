@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/portcullis/portcullis/loadgen"
 	"github.com/spf13/cobra"
 )
 
@@ -77,24 +78,13 @@ changes, or a new tool, is held until a person accepts it (tools accept).`,
 
 type benchOptions struct {
 	state          stateFlags
-	gateway        string
+	cfg            loadgen.Config
 	tokenFile      string
 	humanTokenFile string
-	via            string
-	sessions       int
-	duration       time.Duration
-	count          int64
-	rate           float64
-	mix            string
-	read, write    string
-	deny, shell    string
-	shellArg       string
-	timeout        time.Duration
-	progress       time.Duration
+	via, mix       string
 	gatewayPID     int
 	audit          bool
 	json           bool
-	seed           uint64
 }
 
 func newBenchCmd() *cobra.Command {
@@ -113,43 +103,39 @@ token itself in $PORTCULLIS_AGENT_TOKEN.`,
 	}
 	fs := cmd.Flags()
 	o.state.register(fs)
-	fs.StringVar(&o.gateway, "gateway", "", "the gateway's `URL` (default $PORTCULLIS_GATEWAY, else http://127.0.0.1:8470)")
+	fs.StringVar(&o.cfg.BaseURL, "gateway", "", "the gateway's `URL` (default $PORTCULLIS_GATEWAY, else http://127.0.0.1:8470)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` holding an agent's token (required unless $PORTCULLIS_AGENT_TOKEN holds the token itself)")
 	fs.StringVar(&o.humanTokenFile, "human-token-file", "", "`file` holding the human token that approves writes (default admin.token in the state directory)")
 	fs.StringVar(&o.via, "via", "both", "entry points: api (POST /v1/decide), mcp (/mcp) or both")
-	fs.IntVar(&o.sessions, "sessions", 16, "concurrent agent `sessions`")
-	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to run (0: until --count)")
-	fs.Int64Var(&o.count, "count", 0, "stop after this many calls (0: until --duration)")
-	fs.Float64Var(&o.rate, "rate", 0, "overall calls per second (0: as fast as the gateway answers)")
+	fs.IntVar(&o.cfg.Sessions, "sessions", 16, "concurrent agent `sessions`")
+	fs.DurationVar(&o.cfg.Duration, "duration", 30*time.Second, "how long to run (0: until --count)")
+	fs.Int64Var(&o.cfg.Count, "count", 0, "stop after this many calls (0: until --duration)")
+	fs.Float64Var(&o.cfg.Rate, "rate", 0, "overall calls per second (0: as fast as the gateway answers)")
 	fs.StringVar(&o.mix, "mix", "read=60,write=15,deny=15,shell=10", "weights of the kinds of call: read, write, deny, shell")
-	fs.StringVar(&o.read, "read", "read_note", "a tool the policy allows")
-	fs.StringVar(&o.write, "write", "write_note", "a tool that needs a person once per session")
-	fs.StringVar(&o.deny, "deny", "delete_note", "a tool the policy denies")
-	fs.StringVar(&o.shell, "shell", "", "the shell tool (empty: no shell commands)")
-	fs.StringVar(&o.shellArg, "shell-arg", "command", "the shell tool's command argument")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on one call, a held write's approval included")
-	fs.DurationVar(&o.progress, "progress", time.Second, "how often to print progress on stderr (0: never)")
+	fs.StringVar(&o.cfg.Tools.Read, "read", "read_note", "a tool the policy allows")
+	fs.StringVar(&o.cfg.Tools.Write, "write", "write_note", "a tool that needs a person once per session")
+	fs.StringVar(&o.cfg.Tools.Deny, "deny", "delete_note", "a tool the policy denies")
+	fs.StringVar(&o.cfg.Tools.Shell, "shell", "", "the shell tool (empty: no shell commands)")
+	fs.StringVar(&o.cfg.Tools.ShellArg, "shell-arg", "command", "the shell tool's command argument")
+	fs.DurationVar(&o.cfg.CallTimeout, "timeout", 30*time.Second, "bound on one call, a held write's approval included")
+	fs.DurationVar(&o.cfg.ProgressEvery, "progress", time.Second, "how often to print progress on stderr (0: never)")
 	fs.IntVar(&o.gatewayPID, "gateway-pid", 0, "the gateway's process `id`, to sample its resident memory (Linux)")
 	fs.BoolVar(&o.audit, "audit", true, "check the audit log afterwards (opens the store of --state/--store)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
-	fs.Uint64Var(&o.seed, "seed", 1, "seed of the mix")
+	fs.Uint64Var(&o.cfg.Seed, "seed", 1, "seed of the mix")
 	return cmd
 }
 
-type versionOptions struct {
-	json bool
-}
-
 func newVersionCmd() *cobra.Command {
-	var o versionOptions
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version [--json]",
 		Short: "The version, commit and build date",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVersion(&o, args, cmd.OutOrStdout())
+			return runVersion(asJSON, args, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print the build information as one JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the build information as one JSON object")
 	return cmd
 }

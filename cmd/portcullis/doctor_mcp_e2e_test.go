@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/portcullis/portcullis/hostconfig"
 )
 
 // TestDoctorMCPBinary runs `portcullis doctor` on a project whose
@@ -45,14 +47,14 @@ func TestDoctorMCPBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	doctor := func(flags ...string) (int, map[string]doctorFinding, string) {
+	doctor := func(flags ...string) (int, map[string]hostconfig.Finding, string) {
 		t.Helper()
 		code, out, errOut := h.run(t, project, append([]string{"doctor", "claude-code", "--json"}, flags...)...)
-		var all []doctorFinding
+		var all []hostconfig.Finding
 		if err := json.Unmarshal([]byte(out), &all); err != nil {
 			t.Fatalf("doctor --json: %v\n%s%s", err, out, errOut)
 		}
-		byServer := map[string]doctorFinding{}
+		byServer := map[string]hostconfig.Finding{}
 		for _, f := range all {
 			byServer[f.Server] = f
 		}

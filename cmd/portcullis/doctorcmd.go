@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/portcullis/portcullis/hostconfig"
 	"github.com/spf13/cobra"
@@ -41,7 +39,7 @@ name any command there.
 
 Exit status: 0 when everything found is protected (or nothing is installed),
 1 when something is not, 2 on bad input.`,
-		ValidArgs: clientNames(),
+		ValidArgs: hostconfig.ClientNames(),
 		Args:      cobra.OnlyValidArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env, err := hostconfig.FromOS()
@@ -53,11 +51,10 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 				return err
 			}
 			var only []hostconfig.Client
-			for _, a := range args {
-				c, _ := hostconfig.ClientNamed(a)
-				only = append(only, c)
+			for _, a := range args { // cobra.OnlyValidArgs: each names a client
+				only = append(only, hostconfig.Client(a))
 			}
-			return doctorReportWith(cmd.Context(), cmd.OutOrStdout(), env, project, only, asJSON, hostconfig.Probes{Project: trustProject})
+			return doctorReport(cmd.Context(), cmd.OutOrStdout(), env, project, only, asJSON, hostconfig.Probes{Project: trustProject})
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "the project `directory` whose settings are checked too (default: the current one)")
@@ -66,88 +63,15 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 	return c
 }
 
-func clientNames() []string {
-	var out []string
-	for _, c := range hostconfig.Clients {
-		out = append(out, string(c))
-	}
-	return out
-}
-
-// doctorFinding is a finding as `doctor --json` prints it.
-type doctorFinding struct {
-	Client        string   `json:"client"`
-	File          string   `json:"file"`
-	Server        string   `json:"server,omitempty"`
-	Status        string   `json:"status"`
-	Why           []string `json:"why"`
-	Fix           string   `json:"fix,omitempty"`
-	Command       string   `json:"command,omitempty"`
-	DefaultPolicy bool     `json:"defaultPolicy"`
-}
-
 // doctorReport checks the clients and prints what it found; an error
 // with exit status 1 when anything found is not protected.
-func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project string, only []hostconfig.Client, asJSON bool) error {
-	return doctorReportWith(ctx, w, env, project, only, asJSON, hostconfig.Probes{})
-}
-
-// doctorReportWith is doctorReport with the probes given.
-func doctorReportWith(ctx context.Context, w io.Writer, env hostconfig.Env, project string, only []hostconfig.Client, asJSON bool, probes hostconfig.Probes) error {
-	findings := env.CheckWith(ctx, project, only, probes)
-	bad := 0
-	for _, f := range findings {
-		if f.Status != hostconfig.Protected {
-			bad++
-		}
-	}
-	if asJSON {
-		out := make([]doctorFinding, 0, len(findings))
-		for _, f := range findings {
-			out = append(out, doctorFinding{string(f.Client), f.File, f.Server, string(f.Status), f.Why, f.Fix, f.Command, f.DefaultPolicy})
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintln(w, "doctor:")
-		if len(findings) == 0 {
-			names := clientNames()
-			if len(only) > 0 {
-				names = names[:0]
-				for _, c := range only {
-					names = append(names, string(c))
-				}
-			}
-			fmt.Fprintf(w, "  no agent client found (looked for %s in %s and %s)\n", strings.Join(names, ", "), env.Home, project)
-		}
-		for _, f := range findings {
-			status := string(f.Status)
-			if f.Status != hostconfig.Protected {
-				status = strings.ToUpper(status)
-			}
-			fmt.Fprintf(w, "  %s (%s): %s\n", f.Client, f.File, status)
-			if f.Server != "" {
-				fmt.Fprintf(w, "    MCP server: %s\n", f.Server)
-			}
-			if f.Command != "" {
-				fmt.Fprintf(w, "    runs: %s\n", f.Command)
-			}
-			if f.DefaultPolicy {
-				fmt.Fprintln(w, "    policy: the built-in default policy (no --policy in the command; portcullis policy show-default prints it)")
-			}
-			for _, why := range f.Why {
-				fmt.Fprintf(w, "    - %s\n", why)
-			}
-			if f.Status != hostconfig.Protected && f.Fix != "" {
-				fmt.Fprintf(w, "    fix: %s\n", f.Fix)
-			}
-		}
+func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project string, only []hostconfig.Client, asJSON bool, probes hostconfig.Probes) error {
+	bad, total, err := env.Report(ctx, w, project, only, asJSON, probes)
+	if err != nil {
+		return err
 	}
 	if bad > 0 {
-		return &exitError{code: 1, msg: fmt.Sprintf("doctor: %d of %d not protected", bad, len(findings))}
+		return &exitError{code: 1, msg: fmt.Sprintf("doctor: %d of %d not protected", bad, total)}
 	}
 	return nil
 }

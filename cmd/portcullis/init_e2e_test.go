@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/portcullis/portcullis/hostconfig"
 	"github.com/portcullis/portcullis/policy"
 )
 
@@ -149,7 +150,7 @@ func doctorEndToEnd(t *testing.T, bin string) {
 	// A policy file that no longer exists: the hook refuses every call.
 	writeSettings(h.bin + " hook claude-code --policy " + filepath.Join(h.home, "gone.yaml"))
 	code, out, _ = h.run(t, h.home, "doctor", "claude-code", "--json")
-	var findings []doctorFinding
+	var findings []hostconfig.Finding
 	if err := json.Unmarshal([]byte(out), &findings); err != nil {
 		t.Fatalf("doctor --json: %v\n%s", err, out)
 	}

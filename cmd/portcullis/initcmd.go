@@ -1,13 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/portcullis/portcullis/hostconfig"
-	"github.com/portcullis/portcullis/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -70,21 +66,11 @@ difference instead (--force replaces it, keeping yours as .bak).`,
 	return c
 }
 
-var clientTitles = map[hostconfig.Client]string{
-	hostconfig.ClaudeCode:    "Claude Code: a PreToolUse hook for every tool",
-	hostconfig.Codex:         "Codex CLI: PreToolUse and PermissionRequest hooks, trusted in config.toml",
-	hostconfig.Gemini:        "Gemini CLI: a BeforeTool hook for every tool",
-	hostconfig.ClaudeDesktop: "Claude Desktop: every MCP server behind portcullis mcp",
-	hostconfig.Cursor:        "Cursor: blocking hooks for its terminal, MCP calls, file reads and writes",
-	hostconfig.Copilot:       "GitHub Copilot CLI: a preToolUse hook for every tool",
-	hostconfig.OpenCode:      "opencode: a plugin that blocks every tool call Portcullis does not allow",
-}
-
 func newInitClientCmd(client hostconfig.Client) *cobra.Command {
 	var f initFlags
 	c := &cobra.Command{
 		Use:   string(client),
-		Short: clientTitles[client],
+		Short: client.Protection(),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runInitClient(cmd, client, &f)
@@ -116,108 +102,17 @@ func initSetup(f *initFlags) (hostconfig.Env, string, string, error) {
 	return env, exe, dir, nil
 }
 
-// policyFilePath is where init keeps a policy named name (policy.yaml, or
-// an MCP server's): the user's configuration directory, or the project's
-// .portcullis directory.
-func policyFilePath(env hostconfig.Env, project, name string) string {
-	if project != "" {
-		return filepath.Join(project, ".portcullis", name)
-	}
-	return filepath.Join(env.PolicyDir(), name)
-}
-
-// writeStarter writes content as the policy file at path (unless a person
-// edited the one there) and says what happened.
-func writeStarter(w io.Writer, path string, content []byte, force bool) error {
-	if _, _, err := policy.Parse(path, content); err != nil {
-		return fmt.Errorf("the starter policy does not load: %w", err)
-	}
-	res, err := hostconfig.WritePolicy(path, content, force)
-	if err != nil {
-		return err
-	}
-	switch res.Outcome {
-	case hostconfig.PolicyCreated:
-		fmt.Fprintf(w, "policy: wrote %s (the built-in default policy, commented: edit it to taste)\n", path)
-	case hostconfig.PolicyUnchanged:
-		fmt.Fprintf(w, "policy: %s is up to date\n", path)
-	case hostconfig.PolicyReplaced:
-		fmt.Fprintf(w, "policy: replaced %s (the previous file is %s.bak):\n%s", path, path, res.Diff)
-	case hostconfig.PolicyKept:
-		fmt.Fprintf(w, "policy: kept %s: it was edited since init wrote it. What init would write instead:\n%s", path, res.Diff)
-		fmt.Fprintln(w, "  (run again with --force to replace it; yours is then kept as .bak)")
-	}
-	return nil
-}
-
-// starterPolicy is the built-in default policy under init's header.
-func starterPolicy() []byte {
-	return append(hostconfig.StarterHeader("portcullis init"), policy.DefaultYAML()...)
-}
-
 func runInitClient(cmd *cobra.Command, client hostconfig.Client, f *initFlags) error {
-	out := cmd.OutOrStdout()
 	env, exe, project, err := initSetup(f)
 	if err != nil {
 		return err
 	}
-	scope := hostconfig.UserScope
-	if project != "" {
-		scope = hostconfig.ProjectScope
-	}
-	if _, err := env.SettingsFile(client, scope, project); err != nil {
+	s, err := env.Prepare(hostconfig.Setup{Client: client, Binary: exe, Project: project, Policy: f.policy, State: f.state, Force: f.force, Hold: f.hold})
+	if err != nil {
 		return usageError("%v", err)
 	}
-	polPath := f.policy
-	if polPath != "" {
-		if polPath, err = filepath.Abs(polPath); err != nil {
-			return err
-		}
-		if _, _, err := policy.Load(polPath); err != nil {
-			return usageError("--policy: %v", err)
-		}
-		fmt.Fprintf(out, "policy: %s\n", polPath)
-	} else {
-		polPath = policyFilePath(env, project, "policy.yaml")
-		if err := writeStarter(out, polPath, starterPolicy(), f.force); err != nil {
-			return err
-		}
-	}
-	var res hostconfig.Installed
-	if client.HookInstallable() {
-		state := f.state
-		if state != "" {
-			if state, err = filepath.Abs(state); err != nil {
-				return err
-			}
-		}
-		res, err = env.InstallHook(hostconfig.Hook{Client: client, Scope: scope, Project: project,
-			Command: hostconfig.HookCommand(exe, client, polPath, state, f.hold), Hold: f.hold})
-	} else {
-		res, err = env.WrapMCP(hostconfig.Wrap{Client: client, Scope: scope, Project: project,
-			Prefix: hostconfig.WrapperPrefix(exe, polPath, string(client))})
-	}
-	if err != nil {
+	if err := env.Protect(cmd.OutOrStdout(), s); err != nil {
 		return err
 	}
-	printInstalled(out, client, res)
-	if !client.HookInstallable() {
-		fmt.Fprintf(out, "  to classify a server's tools instead of asking for each unknown one: portcullis init mcp --client %s -- SERVER...\n", client)
-	}
-	return doctorReport(cmd.Context(), out, env, project, []hostconfig.Client{client}, false)
-}
-
-func printInstalled(w io.Writer, client hostconfig.Client, res hostconfig.Installed) {
-	verb := "installed"
-	if !res.Changed {
-		verb = "already installed"
-	}
-	what := "hook"
-	if !client.HookInstallable() {
-		what = "MCP wrapper"
-	}
-	fmt.Fprintf(w, "%s: %s %s in %s (previous files kept as .bak)\n  %s\n", client, what, verb, strings.Join(res.Files, " and "), res.Command)
-	for _, n := range res.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
-	}
+	return doctorReport(cmd.Context(), cmd.OutOrStdout(), env, project, []hostconfig.Client{client}, false, hostconfig.Probes{})
 }

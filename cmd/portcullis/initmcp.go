@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/portcullis/portcullis/hostconfig"
@@ -41,14 +40,9 @@ portcullis mcp with this policy, and doctor checks the client.`,
 }
 
 func runInitMCP(cmd *cobra.Command, f *initFlags, name, clientName string, server []string) error {
-	out := cmd.OutOrStdout()
-	var client hostconfig.Client
-	if clientName != "" {
-		c, ok := hostconfig.ClientNamed(clientName)
-		if !ok || c.Hooked() {
-			return usageError("--client %q: want claude-desktop or cursor (a hooked client sees MCP tools through its hook)", clientName)
-		}
-		client = c
+	client, ok := hostconfig.WrappedClientNamed(clientName)
+	if clientName != "" && !ok {
+		return usageError("--client %q: want claude-desktop or cursor (a hooked client sees MCP tools through its hook)", clientName)
 	}
 	env, exe, project, err := initSetup(f)
 	if err != nil {
@@ -60,49 +54,10 @@ func runInitMCP(cmd *cobra.Command, f *initFlags, name, clientName string, serve
 	if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
 		return usageError("--name %q: want a plain name", name)
 	}
-	fmt.Fprintf(out, "starting %s to list its tools...\n", strings.Join(server, " "))
-	tools, err := hostconfig.ListTools(cmd.Context(), server, cmd.ErrOrStderr())
-	if err != nil {
+	out := cmd.OutOrStdout()
+	s := hostconfig.ServerSetup{Name: name, Command: server, Client: client, Binary: exe, Project: project, Force: f.force}
+	if err := env.ProtectServer(cmd.Context(), out, cmd.ErrOrStderr(), s); err != nil || client == "" {
 		return err
 	}
-	classified := hostconfig.ClassifyTools(tools)
-	base := starterPolicy()
-	have, err := hostconfig.ToolNames(base)
-	if err != nil {
-		return err
-	}
-	content, err := hostconfig.InsertTools(base, hostconfig.ToolsBlock(name, classified, have))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%s: %d tools, classified from their names and annotations:\n", name, len(classified))
-	for _, c := range classified {
-		fmt.Fprintf(out, "  %-28s %-7s %s\n", c.Name, c.Endpoint, c.Why)
-	}
-	polPath := policyFilePath(env, project, name+".yaml")
-	if err := writeStarter(out, polPath, content, f.force); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "REVIEW %s: it is what the gate trusts; the server's annotations are only its own claims.\n", polPath)
-	prefix := hostconfig.WrapperPrefix(exe, polPath, "")
-	if client == "" {
-		line, err := hostconfig.ShellJoin(append(append(prefix, "--name", name, "--"), server...))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "run the server behind the gate in your client's configuration as:\n  %s\n", line)
-		return nil
-	}
-	scope := hostconfig.UserScope
-	if project != "" {
-		scope = hostconfig.ProjectScope
-	}
-	res, err := env.WrapMCP(hostconfig.Wrap{Client: client, Scope: scope, Project: project,
-		Prefix: hostconfig.WrapperPrefix(exe, polPath, string(client)),
-		Add:    &hostconfig.Server{Name: name, Command: server[0], Args: server[1:]}})
-	if err != nil {
-		return err
-	}
-	printInstalled(out, client, res)
-	return doctorReport(cmd.Context(), out, env, project, []hostconfig.Client{client}, false)
+	return doctorReport(cmd.Context(), out, env, project, []hostconfig.Client{client}, false, hostconfig.Probes{})
 }

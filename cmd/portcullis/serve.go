@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
@@ -43,7 +41,7 @@ func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr
 	defer flushTraces()
 	// The configuration's desktop and webhook channels; the terminal and
 	// the console are the server's own.
-	nf := notifyFlags{desktop: cfg.Notify.Desktop, webhook: cfg.Notify.Webhook.URL, webhookFormat: orDefault(cfg.Notify.Webhook.Format, notify.FormatJSON), webhookHuman: cfg.Notify.Webhook.Human}
+	nf := notifyFlags{desktop: cfg.Notify.Desktop, webhook: cfg.Notify.Webhook.URL, webhookFormat: firstNonEmpty(cfg.Notify.Webhook.Format, notify.FormatJSON), webhookHuman: cfg.Notify.Webhook.Human}
 	extra, cleanup, err := nf.notifier(log)
 	if err != nil {
 		return err
@@ -81,18 +79,8 @@ func runServe(ctx context.Context, o *serveOptions, pos []string, stdout, stderr
 		return err
 	}
 	defer srv.Close()
-	for _, c := range srv.CreatedTokens() {
-		fmt.Fprintf(stdout, "portcullis: created the token of agent %s (0600); clients send it as Authorization: Bearer <token>\n", c)
-	}
-	base, dir := srv.URL(), srv.StateDir()
-	fmt.Fprintf(stdout, "portcullis: serving MCP on %s/mcp (%s, %s); state in %s\n", base, plural(srv.Upstreams(), "upstream"), plural(srv.Agents(), "agent"), dir)
-	fmt.Fprintf(stdout, "portcullis: console on %s/ (log in with the token in %s)\n", base, filepath.Join(dir, "admin.token"))
-	fmt.Fprintf(stdout, "portcullis: metrics on %s/metrics (bearer token in %s)\n", base, filepath.Join(dir, "metrics.token"))
-	for _, t := range srv.Gateway().Tools() {
-		if t.Changed {
-			fmt.Fprintf(stdout, "portcullis: tool %s of upstream %s changed since it was pinned; calls are held until `portcullis tools accept %s %s`\n", t.Tool, t.Upstream, t.Upstream, t.Tool)
-		}
-	}
+	srv.WriteBanner(stdout)
+	base := srv.URL()
 	hg := server.Held{Gateway: srv.Gateway(), Gate: srv.Gate(), Stderr: stderr, Answer: func(h mcpgw.HeldCall) string {
 		return " | " + base + console.ApprovalPath(h.ApprovalID)
 	}}

@@ -244,9 +244,6 @@ func TestUnblockCommand(t *testing.T) {
 }
 
 func TestStoreURLs(t *testing.T) {
-	if got := redactURL("postgres://ana:s3cret@db:5432/p"); strings.Contains(got, "s3cret") {
-		t.Fatalf("redactURL kept the password: %s", got)
-	}
 	if code, _, stderr := runCLI(t, "", "audit", "tail", "--store", "mysql://x"); code != 2 || !strings.Contains(stderr, "unknown store") {
 		t.Fatalf("unknown store scheme = exit %d, %q", code, stderr)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -22,35 +21,10 @@ func runTools(ctx context.Context, o *toolsOptions, pos []string, stdout, stderr
 	}
 	defer st.Close()
 	if len(pos) == 0 {
-		pins, err := st.ToolPins(ctx)
-		if err != nil {
-			return err
-		}
-		return approvals.WritePins(stdout, pins, o.changed)
+		return approvals.ListPins(ctx, stdout, st, o.changed)
 	}
 	if pos[0] != "accept" || len(pos) != 3 {
 		return usageError("usage: portcullis tools accept UPSTREAM TOOL")
-	}
-	upstream, tool := pos[1], pos[2]
-	p, ok, err := st.ToolPin(ctx, upstream, tool)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return portcullis.Errorf(portcullis.CodeNotFound, "no pinned tool %q of upstream %q (see portcullis tools)", tool, upstream)
-	}
-	if p.PendingHash == "" {
-		return portcullis.Errorf(portcullis.CodeConflict, "tool %q of upstream %q has no pending change", tool, upstream)
-	}
-	if err := approvals.WriteToolChange(stdout, p); err != nil {
-		return err
-	}
-	who := o.as
-	if who == "" {
-		who = os.Getenv("USER")
-	}
-	if who == "" {
-		who = "cli"
 	}
 	dir, err := sf.dir(true)
 	if err != nil {
@@ -60,9 +34,5 @@ func runTools(ctx context.Context, o *toolsOptions, pos []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	if _, err := g.AcceptTool(ctx, upstream, tool, who); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "accepted: calls to %s are decided by the policy again\n", tool)
-	return nil
+	return approvals.AcceptTool(ctx, stdout, st, g, pos[1], pos[2], firstNonEmpty(o.as, os.Getenv("USER"), "cli"))
 }

@@ -84,24 +84,3 @@ func TestValidatorNeedsItsKey(t *testing.T) {
 		t.Fatalf("decide without the validator's key = exit %d, stdout %q, stderr %q; want 2 naming the variable", code, stdout, stderr)
 	}
 }
-
-func TestAPIKeyFromFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(file, []byte("sk-test-123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PORTCULLIS_TEST_KEY", "")
-	t.Setenv("PORTCULLIS_TEST_KEY_FILE", file)
-	if k, err := apiKey("PORTCULLIS_TEST_KEY"); err != nil || k != "sk-test-123" {
-		t.Fatalf("apiKey from file = %q, %v", k, err)
-	}
-	t.Setenv("PORTCULLIS_TEST_KEY", "sk-env")
-	if k, _ := apiKey("PORTCULLIS_TEST_KEY"); k != "sk-env" {
-		t.Fatalf("apiKey = %q; want the variable to win over the file", k)
-	}
-	t.Setenv("PORTCULLIS_TEST_KEY", "")
-	t.Setenv("PORTCULLIS_TEST_KEY_FILE", filepath.Join(t.TempDir(), "missing"))
-	if _, err := apiKey("PORTCULLIS_TEST_KEY"); err == nil {
-		t.Fatal("apiKey with a missing key file succeeded")
-	}
-}

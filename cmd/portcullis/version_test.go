@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/portcullis/portcullis/internal/buildinfo"
 	"gopkg.in/yaml.v3"
 )
 
@@ -24,7 +25,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("version --json: exit %d: %s", code, stderr)
 	}
-	var b buildInfo
+	var b buildinfo.Info
 	if err := json.Unmarshal([]byte(stdout), &b); err != nil {
 		t.Fatalf("version --json = %q: %v", stdout, err)
 	}
@@ -68,7 +69,7 @@ func TestGoInstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("portcullis version --json: %v", err)
 	}
-	var b buildInfo
+	var b buildinfo.Info
 	if err := json.Unmarshal(out, &b); err != nil {
 		t.Fatalf("version --json = %q: %v", out, err)
 	}
