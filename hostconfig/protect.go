@@ -128,7 +128,7 @@ func (e Env) Protect(w io.Writer, s Setup) error {
 	if err != nil {
 		return err
 	}
-	res.WriteText(w, s.Client)
+	res.WriteText(w, s.Client, !s.Client.HookInstallable())
 	if !s.Client.HookInstallable() {
 		fmt.Fprintf(w, "  to classify a server's tools instead of asking for each unknown one: portcullis init mcp --client %s -- SERVER...\n", s.Client)
 	}
@@ -193,18 +193,19 @@ func (e Env) ProtectServer(ctx context.Context, w, stderr io.Writer, s ServerSet
 	if err != nil {
 		return err
 	}
-	res.WriteText(w, s.Client)
+	res.WriteText(w, s.Client, true)
 	return nil
 }
 
-// WriteText tells w what was installed for client, as init shows it.
-func (res Installed) WriteText(w io.Writer, client Client) {
+// WriteText tells w what was installed for client (the MCP wrapper when
+// wrapped, else the hook), as init shows it.
+func (res Installed) WriteText(w io.Writer, client Client, wrapped bool) {
 	verb := "installed"
 	if !res.Changed {
 		verb = "already installed"
 	}
 	what := "hook"
-	if !client.HookInstallable() {
+	if wrapped {
 		what = "MCP wrapper"
 	}
 	fmt.Fprintf(w, "%s: %s %s in %s (previous files kept as .bak)\n  %s\n", client, what, verb, strings.Join(res.Files, " and "), res.Command)

@@ -412,6 +412,9 @@ func initMCPEndToEnd(t *testing.T, bin string) {
 	if code != 0 {
 		t.Fatalf("init mcp: exit %d:\n%s%s", code, out, errOut)
 	}
+	if !strings.Contains(out, "cursor: MCP wrapper installed in "+filepath.Join(h.home, ".cursor", "mcp.json")) {
+		t.Errorf("init mcp --client cursor does not say it put the server behind the wrapper:\n%s", out)
+	}
 	polPath := filepath.Join(h.home, ".config", "portcullis", "filesystem.yaml")
 	pol, _, err := policy.Load(polPath)
 	if err != nil {

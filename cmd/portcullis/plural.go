@@ -11,11 +11,3 @@ func plural[N int | int64](n N, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
-
-// dash shows an empty table cell as "-".
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
