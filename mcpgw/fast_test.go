@@ -136,7 +136,6 @@ func (h *harness) stdio(version string) *mcp.ClientSession {
 type rawClient struct {
 	t   *testing.T
 	w   io.Writer
-	sc  *bufio.Scanner
 	out chan map[string]json.RawMessage
 }
 
