@@ -76,6 +76,7 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 		return &auth.TokenInfo{UserID: agent, Expiration: time.Now().Add(24 * time.Hour)}, nil
 	}
 	inner := auth.RequireBearerToken(verify, nil)(h)
+	fast := &httpFront{g: g, sdkHostCheck: !o.AllowRemoteHosts && !checkHost, fresh: o.SessionTimeout / 2}
 	refuse := func(w http.ResponseWriter, r *http.Request, status int, kind, msg string) {
 		g.log.Warn("mcpgw: request refused", "severity", "HIGH", "type", kind, "method", r.Method, "host", r.Host, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
 		guard.CloseAfter(w)
@@ -99,7 +100,8 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			http.Error(w, "no bearer token: send Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return
 		}
-		if agent, ok := o.AgentOf(fields[1]); !ok || agent == "" {
+		agent, ok := o.AgentOf(fields[1])
+		if !ok || agent == "" {
 			f := gd.Failures.Fail("mcp", guard.ClientKey(r.RemoteAddr))
 			guard.CloseAfter(w)
 			if f.Limited {
@@ -114,6 +116,10 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			refuse(w, r, http.StatusUnauthorized, "UNAUTHORIZED", "invalid token")
 			return
 		}
+		if fast.serve(w, r, agent) {
+			return
+		}
 		inner.ServeHTTP(w, r)
+		fast.noteSDK(r)
 	}), nil
 }
