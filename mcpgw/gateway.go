@@ -117,7 +117,7 @@ type Gateway struct {
 	clashes  map[string]bool       // exposed name and upstream not served, logged
 	sessions map[*mcp.ServerSession]*session
 	byID     map[string]*session      // sessions with a transport's id (HTTP), for the HTTP fast path
-	openedBy map[string]string        // transport's session id → the agent whose token opened it (HTTP)
+	openedBy map[string]opened        // by transport's session id: the HTTP sessions (httpfast.go)
 	progress map[string]progressRoute // gateway token → client's
 	held     map[string]HeldCall      // by approval ID
 	inflight int                      // tools/call being answered
@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		clashes:  map[string]bool{},
 		sessions: map[*mcp.ServerSession]*session{},
 		byID:     map[string]*session{},
-		openedBy: map[string]string{},
+		openedBy: map[string]opened{},
 		progress: map[string]progressRoute{},
 		held:     map[string]HeldCall{},
 		ready:    make(chan struct{}),
@@ -297,9 +297,14 @@ func (g *Gateway) Drain(ctx context.Context) error {
 
 func (g *Gateway) closeSessions() {
 	g.mu.Lock()
-	open := make([]*mcp.ServerSession, 0, len(g.sessions))
+	open := make([]*mcp.ServerSession, 0, len(g.sessions)+len(g.openedBy))
 	for ss := range g.sessions {
 		open = append(open, ss)
+	}
+	for _, o := range g.openedBy {
+		if g.sessions[o.ss] == nil {
+			open = append(open, o.ss) // initialized never
+		}
 	}
 	g.mu.Unlock()
 	for _, ss := range open {
@@ -424,6 +429,11 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) *ses
 		s.agent = extra.TokenInfo.UserID
 	}
 	if tid := ss.ID(); tid != "" {
+		if s.agent == "" {
+			// The agent whose token opened the session, as the SDK's
+			// handler bound it (bindOwner); its requests carry that token.
+			s.agent = g.openedBy[tid].agent
+		}
 		s.sdkAt.Store(time.Now().UnixNano()) // in a request the SDK serves
 		g.byID[tid] = s
 	}

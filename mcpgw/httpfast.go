@@ -57,6 +57,14 @@ type httpFront struct {
 	fresh time.Duration
 }
 
+// opened is an HTTP session as the SDK's handler opened it.
+type opened struct {
+	ss *mcp.ServerSession
+	// agent is the agent of the token that opened it: the SDK's handler
+	// binds the session to it, and refuses the requests of any other.
+	agent string
+}
+
 // bindOwner records the agent whose token opened an HTTP session, as the
 // SDK's handler binds the session to it, until the session ends.
 func (g *Gateway) bindOwner(req mcp.Request) {
@@ -71,7 +79,7 @@ func (g *Gateway) bindOwner(req mcp.Request) {
 	if _, seen := g.openedBy[id]; seen {
 		return
 	}
-	g.openedBy[id] = extra.TokenInfo.UserID
+	g.openedBy[id] = opened{ss: ss, agent: extra.TokenInfo.UserID}
 	g.wg.Go(func() {
 		_ = ss.Wait()
 		g.mu.Lock()
@@ -123,8 +131,8 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	g := f.g
 	g.mu.Lock()
 	s := g.byID[sid]
-	owner := g.openedBy[sid]
-	ok := s != nil && owner != "" && owner == agent && s.agent == agent
+	o := g.openedBy[sid]
+	ok := s != nil && o.ss == s.ss && o.agent != "" && o.agent == agent && s.agent == agent
 	g.mu.Unlock()
 	if !ok || !s.initialized.Load() || time.Since(time.Unix(0, s.sdkAt.Load())) > f.fresh {
 		return false
