@@ -156,9 +156,8 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	if !bytes.Contains(body, []byte("tools/call")) {
 		return restore()
 	}
-	body = bytes.TrimSpace(body)
 	var m rpcLine
-	if !scanLine(body, &m) || !m.toolsCall() {
+	if !scanLine(bytes.TrimSpace(body), &m) || !m.toolsCall() {
 		return restore()
 	}
 	var meta mcp.Meta
