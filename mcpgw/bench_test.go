@@ -45,18 +45,24 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // over OS pipes, as the stdio wrapper runs: Gateway.ServeStdio to the
 // client, the upstream's stdio framed by the gateway), and reports the p50 of each and
 // the gateway's added p50. With the SQLite store the allowed call waits
-// for its audit row to be durable (an fsync) before it is forwarded.
+// for its audit row to be durable before it is forwarded: on the disk (an
+// fsync; sqlite, audit.sync: full) or in the write-ahead log
+// (sqlite-process, audit.sync: process).
 func BenchmarkStdioAddedLatency(b *testing.B) {
 	// As `portcullis mcp` runs (its tuneGC), unless $GOGC says otherwise.
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
-	for _, store := range []string{"memstore", "sqlite"} {
+	for _, store := range []string{"memstore", "sqlite", "sqlite-process"} {
 		b.Run(store, func(b *testing.B) {
 			ctx := context.Background()
 			var st portcullis.Store
-			if store == "sqlite" {
-				s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "p.db"), sqlite.Options{})
+			if store != "memstore" {
+				sync := sqlite.SyncFull
+				if store == "sqlite-process" {
+					sync = sqlite.SyncProcess
+				}
+				s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "p.db"), sqlite.Options{Sync: sync})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/cli"
 )
 
 // The commands that decide requests: decide, explain and classify. Their
@@ -104,7 +105,7 @@ func newClassifyCmd() *cobra.Command {
 	var policyFlag string
 	cmd := &cobra.Command{
 		Use:         "classify [--policy FILE] [-- COMMAND WORDS...]",
-		Annotations: map[string]string{annotationFlagsFirst: "yes"},
+		Annotations: map[string]string{cli.FlagsFirst: "yes"},
 		Short:       "Classify a shell command without running it",
 		Long: `Classify a shell command without running it: the words after -- as one
 command, or else one {"command": "..."} JSON object per line of stdin. One

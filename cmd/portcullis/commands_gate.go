@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/portcullis/portcullis/hook"
+	"github.com/portcullis/portcullis/internal/cli"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/shellgate"
 )
@@ -41,7 +42,7 @@ host's settings.`,
 				return usageError("hook needs the host: %s", hook.HostNames())
 			}
 			msg := fmt.Sprintf("unknown hook host %q (want %s, or install)", args[0], hook.HostNames())
-			if s := suggestions(cmd, args[0]); len(s) > 0 {
+			if s := cli.Suggestions(cmd, args[0]); len(s) > 0 {
 				msg += "; did you mean " + s[0] + "?"
 			}
 			return usageError("%s", msg)
@@ -119,8 +120,8 @@ exec --shell [-l] -c 'COMMANDS', with everything else from the environment.`,
 		Example: `  portcullis exec -- rm -rf build
   portcullis exec --no-wait -c 'make clean && make'`,
 		Annotations: map[string]string{
-			annotationFlagsFirst: "yes",
-			annotationOwnParser:  "--shell",
+			cli.FlagsFirst: "yes",
+			cli.OwnParser:  "--shell",
 		},
 		// exec parses its own command line: a shell's (--shell) is not a
 		// flag set's, and the command's flags are the command's.

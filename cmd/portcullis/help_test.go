@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/portcullis/portcullis/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -103,8 +104,8 @@ func TestSingleDashLongFlags(t *testing.T) {
 		{[]string{"classify", "-policy", "p.yaml", "--", "rm", "-state"}, []string{"classify", "--policy", "p.yaml", "--", "rm", "-state"}},
 		{[]string{"frobnicate", "-policy"}, []string{"frobnicate", "-policy"}},
 	} {
-		if got := singleDashLongFlags(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
-			t.Errorf("singleDashLongFlags(%q) = %q; want %q", tc.in, got, tc.want)
+		if got := cli.SingleDashLongFlags(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("cli.SingleDashLongFlags(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
+
+	"github.com/portcullis/portcullis/internal/cli"
 )
 
 // The command tree is spf13/cobra's. Each command is built by a new...Cmd
@@ -53,7 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if args == nil {
 		args = []string{} // cobra reads nil as "use os.Args"
 	}
-	root.SetArgs(singleDashLongFlags(root, args))
+	root.SetArgs(cli.SingleDashLongFlags(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -125,117 +124,13 @@ func groupCmd(use, short, long string, subs ...*cobra.Command) *cobra.Command {
 }
 
 // unknownCommand is the error for a command cmd does not have, with the
-// names it may have meant.
+// names it may have meant: bad input (exit status 2).
 func unknownCommand(cmd *cobra.Command, name string) error {
-	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
-	if s := suggestions(cmd, name); len(s) > 0 {
-		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
-	}
-	return usageError("%s\nRun '%s --help' for usage.", msg, cmd.CommandPath())
+	return usageError("%s", cli.UnknownCommand(cmd, name))
 }
 
 // flagError makes a flag the command line got wrong bad input (exit status
 // 2), naming the flags an unknown one may have meant.
 func flagError(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	var ne *pflag.NotExistError
-	if errors.As(err, &ne) && ne.GetSpecifiedShortnames() == "" {
-		if s := flagSuggestions(cmd, ne.GetSpecifiedName()); len(s) > 0 {
-			msg += "\n\nDid you mean this?\n\t--" + strings.Join(s, "\n\t--") + "\n"
-		}
-	}
-	return usageError("%s\nRun '%s --help' for usage.", msg, cmd.CommandPath())
+	return usageError("%s", cli.FlagError(cmd, err))
 }
-
-// flagSuggestions are the flags of cmd whose names are close to name, by
-// cobra's own measure for command names (a prefix, or a small edit
-// distance).
-func flagSuggestions(cmd *cobra.Command, name string) []string {
-	probe := &cobra.Command{Use: "probe"}
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden && f.Deprecated == "" {
-			probe.AddCommand(&cobra.Command{Use: f.Name, Run: func(*cobra.Command, []string) {}})
-		}
-	})
-	return suggestions(probe, name)
-}
-
-// suggestions are the subcommands of cmd whose names are close to name.
-func suggestions(cmd *cobra.Command, name string) []string {
-	if cmd.SuggestionsMinimumDistance <= 0 {
-		cmd.SuggestionsMinimumDistance = 2
-	}
-	return cmd.SuggestionsFor(name)
-}
-
-// singleDashLongFlags rewrites -name and -name=value to --name and
-// --name=value where name is a long flag of the command the arguments
-// select. Earlier versions parsed flags with the standard library, which
-// took both forms, and scripts written then keep working. Nothing after
-// "--" is touched, nor a flag's value, nor (for a command whose flags end
-// at its first argument, like exec) anything from that argument on.
-func singleDashLongFlags(root *cobra.Command, args []string) []string {
-	cmd, rest, err := root.Find(args)
-	if err != nil || cmd == root {
-		return args
-	}
-	var words []string
-	for c := cmd; c != root; c = c.Parent() {
-		words = append([]string{c.Name()}, words...)
-	}
-	if len(words)+len(rest) != len(args) {
-		return args // an alias or an unusual order: leave it to cobra
-	}
-	return append(words, singleDash(cmd, rest)...)
-}
-
-// singleDash is singleDashLongFlags for the arguments of cmd.
-func singleDash(cmd *cobra.Command, args []string) []string {
-	if len(args) > 0 && args[0] == cmd.Annotations[annotationOwnParser] {
-		return args
-	}
-	cmd.InitDefaultHelpFlag()
-	fs := cmd.Flags()
-	out := make([]string, len(args))
-	copy(out, args)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if a == "--" {
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			if cmd.Annotations[annotationFlagsFirst] != "" {
-				break
-			}
-			continue
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		var f *pflag.Flag
-		switch {
-		case strings.HasPrefix(a, "--"):
-			f = fs.Lookup(name)
-		case len(name) > 1 && fs.Lookup(name) != nil:
-			f = fs.Lookup(name)
-			out[i] = "-" + a
-		default:
-			// Shorthands: the last of a cluster may take the next
-			// argument as its value, unless the value is attached.
-			f = fs.ShorthandLookup(name[len(name)-1:])
-			hasValue = hasValue || len(name) > 1 && fs.ShorthandLookup(name[:1]) != nil && fs.ShorthandLookup(name[:1]).NoOptDefVal == ""
-		}
-		if f != nil && !hasValue && f.NoOptDefVal == "" {
-			i++ // the flag's value, whatever it looks like
-		}
-	}
-	return out
-}
-
-// Annotations that tell singleDash where a command's own flags end.
-const (
-	// annotationFlagsFirst: the command's flags end at its first argument
-	// (exec: `exec ls -la`).
-	annotationFlagsFirst = "portcullis/flags-first"
-	// annotationOwnParser names a first argument that hands the command
-	// line to another parser (exec --shell: a shell's command line).
-	annotationOwnParser = "portcullis/own-parser"
-)
