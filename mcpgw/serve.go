@@ -46,6 +46,11 @@ type HTTPOptions struct {
 // against the client and, past its allowance, answered 429; a right one is
 // always served. Every refusal closes the connection, so a client that is
 // refused cannot hold it by trickling a body.
+//
+// A plain tools/call on a session the gateway serves, from the agent that
+// opened it, is answered by the gateway itself after the same checks the
+// SDK's handler makes (httpfast.go); every other request goes to the SDK's
+// handler.
 func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 	if o.AgentOf == nil {
 		return nil, fmt.Errorf("mcpgw: the HTTP endpoint needs agent tokens")
