@@ -383,3 +383,33 @@ func TestHTTPFastPathSlowUpstreamIsBounded(t *testing.T) {
 		t.Fatalf("slow call = %v; want the bounded error", fa)
 	}
 }
+
+// The SDK's idle timer counts only the requests it sees: a session with
+// no request through the SDK for half the session timeout has its next
+// call go through the SDK (which restarts its timer), and the session
+// goes on.
+func TestHTTPFastPathLetsTheSDKKeepItsSessionsAlive(t *testing.T) {
+	h, tap := newFastHarness(t, nil)
+	handler, err := h.gw.Handler(mcpgw.HTTPOptions{AgentOf: agentTokens, SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	sid := openSession(t, srv.URL, "agent-token", true)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_note","arguments":{}}}`
+	if a := post(t, srv.URL, "agent-token", body, "Mcp-Session-Id", sid); a.Status != http.StatusOK || h.gw.HTTPFastCalls() != 1 {
+		t.Fatalf("first call = %+v, %d fast; want 200 by the fast path", a, h.gw.HTTPFastCalls())
+	}
+	time.Sleep(3100 * time.Millisecond) // past half the session timeout
+	raws := tap.rawCalls()
+	if a := post(t, srv.URL, "agent-token", body, "Mcp-Session-Id", sid); a.Status != http.StatusOK || sseData(t, a)["result"] == nil {
+		t.Fatalf("call after a quiet spell = %+v; want a result", a)
+	}
+	if h.gw.HTTPFastCalls() != 1 || tap.rawCalls() != raws {
+		t.Fatal("the call after a quiet spell took the fast path; want the SDK's")
+	}
+	if a := post(t, srv.URL, "agent-token", body, "Mcp-Session-Id", sid); a.Status != http.StatusOK || h.gw.HTTPFastCalls() != 2 {
+		t.Fatalf("the next call = %+v, %d fast; want 200 by the fast path again", a, h.gw.HTTPFastCalls())
+	}
+}
