@@ -39,3 +39,9 @@ func (t *framedTransport) Connect(context.Context) (mcp.Connection, error) {
 }
 
 func (t *framedTransport) frames() *frameConn { return t.conn }
+
+// HTTPFastCalls is how many calls the HTTP fast path answered.
+func (g *Gateway) HTTPFastCalls() uint64 { return g.httpFast.Load() }
+
+// SetHTTPFast turns the HTTP fast path on or off.
+func (g *Gateway) SetHTTPFast(on bool) { g.noHTTPFast.Store(!on) }

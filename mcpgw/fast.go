@@ -421,30 +421,10 @@ func idKey(raw []byte) string {
 // respond writes a fast call's answer to the client, with the client's
 // own id, as the SDK would write it.
 func (f *stdioFront) respond(id []byte, a callAnswer) {
-	var b []byte
-	result := a.raw
-	if a.err == nil && result == nil {
-		var err error
-		if result, err = json.Marshal(a.res); err != nil {
-			a.err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode the result: " + err.Error()}
-		}
-	}
-	if a.err != nil {
-		jid, err := parseID(id)
-		if err == nil {
-			b, err = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: a.err})
-		}
-		if err != nil {
-			f.g.log.Warn("answer a call", "session", f.s.id, "err", err)
-			return
-		}
-	} else {
-		b = make([]byte, 0, 40+len(id)+len(result))
-		b = append(b, `{"jsonrpc":"2.0","id":`...)
-		b = append(b, id...)
-		b = append(b, `,"result":`...)
-		b = append(b, result...)
-		b = append(b, '}')
+	b, err := responseLine(id, a)
+	if err != nil {
+		f.g.log.Warn("answer a call", "session", f.s.id, "err", err)
+		return
 	}
 	if err := f.w.writeLine(b); err != nil {
 		f.g.log.Debug("answer a call", "session", f.s.id, "err", err)

@@ -116,6 +116,8 @@ type Gateway struct {
 	tools    map[string]*toolEntry // by exposed name
 	clashes  map[string]bool       // exposed name and upstream not served, logged
 	sessions map[*mcp.ServerSession]*session
+	byID     map[string]*session      // sessions with a transport's id (HTTP), for the HTTP fast path
+	openedBy map[string]opened        // by transport's session id: the HTTP sessions (httpfast.go)
 	progress map[string]progressRoute // gateway token → client's
 	held     map[string]HeldCall      // by approval ID
 	inflight int                      // tools/call being answered
@@ -124,6 +126,11 @@ type Gateway struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	seq    uint64
+
+	// httpFast counts the calls the HTTP fast path answered; noHTTPFast
+	// turns it off (both for tests).
+	httpFast   atomic.Uint64
+	noHTTPFast atomic.Bool
 
 	// ready is closed when the first client session has initialized.
 	ready     chan struct{}
@@ -142,6 +149,9 @@ type session struct {
 	// initialized says the client sent notifications/initialized: from
 	// then on the stdio fast path may answer its tools/call (fast.go).
 	initialized atomic.Bool
+	// sdkAt is when a request of the session last went through the SDK's
+	// HTTP handler (Unix nanoseconds), whose idle timer it reset.
+	sdkAt atomic.Int64
 }
 
 type progressRoute struct {
@@ -191,6 +201,8 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		tools:    map[string]*toolEntry{},
 		clashes:  map[string]bool{},
 		sessions: map[*mcp.ServerSession]*session{},
+		byID:     map[string]*session{},
+		openedBy: map[string]opened{},
 		progress: map[string]progressRoute{},
 		held:     map[string]HeldCall{},
 		ready:    make(chan struct{}),
@@ -285,9 +297,14 @@ func (g *Gateway) Drain(ctx context.Context) error {
 
 func (g *Gateway) closeSessions() {
 	g.mu.Lock()
-	open := make([]*mcp.ServerSession, 0, len(g.sessions))
+	open := make([]*mcp.ServerSession, 0, len(g.sessions)+len(g.openedBy))
 	for ss := range g.sessions {
 		open = append(open, ss)
+	}
+	for _, o := range g.openedBy {
+		if g.sessions[o.ss] == nil {
+			open = append(open, o.ss) // initialized never
+		}
 	}
 	g.mu.Unlock()
 	for _, ss := range open {
@@ -411,6 +428,15 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) *ses
 	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
 		s.agent = extra.TokenInfo.UserID
 	}
+	if tid := ss.ID(); tid != "" {
+		if s.agent == "" {
+			// The agent whose token opened the session, as the SDK's
+			// handler bound it (bindOwner); its requests carry that token.
+			s.agent = g.openedBy[tid].agent
+		}
+		s.sdkAt.Store(time.Now().UnixNano()) // in a request the SDK serves
+		g.byID[tid] = s
+	}
 	if s.id == "" {
 		s.id = g.cfg.Session
 	}
@@ -423,6 +449,9 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) *ses
 		_ = ss.Wait()
 		g.mu.Lock()
 		delete(g.sessions, ss)
+		if g.byID[ss.ID()] == s {
+			delete(g.byID, ss.ID())
+		}
 		for k, r := range g.progress {
 			if r.ss == ss {
 				delete(g.progress, k)

@@ -62,6 +62,8 @@ func (g *Gateway) receive(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, err
 		}
 		switch method {
+		case "initialize":
+			g.bindOwner(req)
 		case "tools/call":
 			return g.callTool(ctx, req.(*mcp.CallToolRequest))
 		case "tools/list":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -34,6 +35,27 @@ func (t tokenHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 // on a loopback listener.
 func httpGateway(tb testing.TB) (*httptest.Server, *mcpgw.Gateway) {
 	tb.Helper()
+	return httpGatewayOver(tb, newNotes().upstream("notes"))
+}
+
+// framedNotes is the notes server as a command upstream is reached: over
+// a pipe pair, framed by the gateway's own reader (no process).
+func framedNotes() mcpgw.Upstream {
+	up := newNotes()
+	return mcpgw.Upstream{Name: "notes", TrustAnnotations: true, Transport: func(ctx context.Context) (mcp.Transport, error) {
+		cr, sw := io.Pipe()
+		sr, cw := io.Pipe()
+		if _, err := up.server.Connect(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}, nil); err != nil {
+			return nil, err
+		}
+		return mcpgw.FramedTransport("notes", cr, cw), nil
+	}}
+}
+
+// httpGatewayOver starts the HTTP gateway over upstream on a loopback
+// listener.
+func httpGatewayOver(tb testing.TB, upstream mcpgw.Upstream) (*httptest.Server, *mcpgw.Gateway) {
+	tb.Helper()
 	pol, _, err := policy.Parse("p.yaml", []byte(testPolicy))
 	if err != nil {
 		tb.Fatal(err)
@@ -43,8 +65,7 @@ func httpGateway(tb testing.TB) (*httptest.Server, *mcpgw.Gateway) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	up := newNotes()
-	gw, err := mcpgw.New(context.Background(), mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{up.upstream("notes")}})
+	gw, err := mcpgw.New(context.Background(), mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{upstream}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -163,6 +184,15 @@ func callAll(b *testing.B, call func(i int) error) {
 func BenchmarkHTTPGatewayRaw(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	srv, _ := httpGateway(b)
+	rawLoad(b, srv.URL, 1000)
+}
+
+// BenchmarkHTTPGatewayFramed is BenchmarkHTTPGatewayRaw with the upstream
+// reached as a command upstream is, over a pipe pair the gateway frames
+// itself: allowed calls go to it as the gateway's own frames.
+func BenchmarkHTTPGatewayFramed(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	srv, _ := httpGatewayOver(b, framedNotes())
 	rawLoad(b, srv.URL, 1000)
 }
 

@@ -46,6 +46,11 @@ type HTTPOptions struct {
 // against the client and, past its allowance, answered 429; a right one is
 // always served. Every refusal closes the connection, so a client that is
 // refused cannot hold it by trickling a body.
+//
+// A plain tools/call on a session the gateway serves, from the agent that
+// opened it, is answered by the gateway itself after the same checks the
+// SDK's handler makes (httpfast.go); every other request goes to the SDK's
+// handler.
 func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 	if o.AgentOf == nil {
 		return nil, fmt.Errorf("mcpgw: the HTTP endpoint needs agent tokens")
@@ -76,6 +81,7 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 		return &auth.TokenInfo{UserID: agent, Expiration: time.Now().Add(24 * time.Hour)}, nil
 	}
 	inner := auth.RequireBearerToken(verify, nil)(h)
+	fast := &httpFront{g: g, sdkHostCheck: !o.AllowRemoteHosts && !checkHost, fresh: o.SessionTimeout / 2}
 	refuse := func(w http.ResponseWriter, r *http.Request, status int, kind, msg string) {
 		g.log.Warn("mcpgw: request refused", "severity", "HIGH", "type", kind, "method", r.Method, "host", r.Host, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
 		guard.CloseAfter(w)
@@ -99,7 +105,8 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			http.Error(w, "no bearer token: send Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return
 		}
-		if agent, ok := o.AgentOf(fields[1]); !ok || agent == "" {
+		agent, ok := o.AgentOf(fields[1])
+		if !ok || agent == "" {
 			f := gd.Failures.Fail("mcp", guard.ClientKey(r.RemoteAddr))
 			guard.CloseAfter(w)
 			if f.Limited {
@@ -114,6 +121,10 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			refuse(w, r, http.StatusUnauthorized, "UNAUTHORIZED", "invalid token")
 			return
 		}
+		if fast.serve(w, r, agent) {
+			return
+		}
 		inner.ServeHTTP(w, r)
+		fast.noteSDK(r)
 	}), nil
 }
