@@ -294,13 +294,14 @@ func (f *stdioFront) cancelAll() {
 }
 
 // ready says whether the fast path may answer the session's calls: it
-// has initialized, with a protocol the fast path speaks.
+// has initialized, and the protocol the server agreed to (not the one the
+// client asked for) is one the fast path speaks.
 func (f *stdioFront) ready() bool {
 	if !f.s.initialized.Load() {
 		return false
 	}
 	ip := f.s.ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion != "" && ip.ProtocolVersion < fastProtocol
+	return ip != nil && negotiated(ip.ProtocolVersion) < fastProtocol
 }
 
 // take answers a line on the fast path, or says it is the SDK's. A
@@ -352,10 +353,19 @@ func (f *stdioFront) take(line []byte) bool {
 	key := idKey(id)
 	ctx, cancel := context.WithCancel(f.ctx)
 	f.mu.Lock()
-	if f.closed || f.calls[key] != nil {
+	if f.closed {
 		f.mu.Unlock()
 		cancel()
 		return false
+	}
+	if f.calls[key] != nil {
+		// As the SDK does with a request whose id is in flight: no
+		// answer, so the client gets one answer under the id, the
+		// call's in flight.
+		f.mu.Unlock()
+		cancel()
+		f.g.log.Debug("a request reuses the id of a call in flight; not answered", "session", f.s.id, "id", string(id))
+		return true
 	}
 	f.calls[key] = cancel
 	f.wg.Add(1)

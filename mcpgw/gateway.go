@@ -152,6 +152,32 @@ type session struct {
 	// sdkAt is when a request of the session last went through the SDK's
 	// HTTP handler (Unix nanoseconds), whose idle timer it reset.
 	sdkAt atomic.Int64
+	// fastIDs are the request ids (idKey) of the HTTP fast path's calls
+	// in flight, which the session refuses to a second request as the
+	// SDK's handler does.
+	idsMu   sync.Mutex
+	fastIDs map[string]struct{}
+}
+
+// holdID records a fast call's request id in flight on the session, or
+// says it is already.
+func (s *session) holdID(key string) bool {
+	s.idsMu.Lock()
+	defer s.idsMu.Unlock()
+	if _, held := s.fastIDs[key]; held {
+		return false
+	}
+	if s.fastIDs == nil {
+		s.fastIDs = map[string]struct{}{}
+	}
+	s.fastIDs[key] = struct{}{}
+	return true
+}
+
+func (s *session) releaseID(key string) {
+	s.idsMu.Lock()
+	delete(s.fastIDs, key)
+	s.idsMu.Unlock()
 }
 
 type progressRoute struct {

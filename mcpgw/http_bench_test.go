@@ -35,13 +35,21 @@ func (t tokenHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 // on a loopback listener.
 func httpGateway(tb testing.TB) (*httptest.Server, *mcpgw.Gateway) {
 	tb.Helper()
-	return httpGatewayOver(tb, newNotes().upstream("notes"))
+	return httpGatewayOver(tb, benchNotes().upstream("notes"))
+}
+
+// benchNotes is the notes server every HTTP benchmark serves, the
+// baseline's included: one that speaks the protocols before 2026-07-28,
+// as the npm servers of the day do (a 2026-07-28 session checks a _meta
+// triple on every request, which the baseline's client does not send).
+func benchNotes() *notes {
+	return newNotes(fastVersion, "2025-06-18")
 }
 
 // framedNotes is the notes server as a command upstream is reached: over
 // a pipe pair, framed by the gateway's own reader (no process).
 func framedNotes() mcpgw.Upstream {
-	up := newNotes()
+	up := benchNotes()
 	return mcpgw.Upstream{Name: "notes", TrustAnnotations: true, Transport: func(ctx context.Context) (mcp.Transport, error) {
 		cr, sw := io.Pipe()
 		sr, cw := io.Pipe()
@@ -203,7 +211,7 @@ func BenchmarkHTTPGatewayFramed(b *testing.B) {
 // upstream) and a decision on top.
 func BenchmarkSDKStreamableBaseline(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	up := newNotes()
+	up := benchNotes()
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.server }, nil))
 	defer srv.Close()
 	rawLoad(b, srv.URL, 1000)

@@ -3,6 +3,7 @@ package mcpgw
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -173,20 +174,28 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 			}
 		}
 	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	key := idKey(m.id)
+	if !s.holdID(key) {
+		refuseHeldID(w, m.id)
+		return true
+	}
 	g.httpFast.Add(1)
 	tc := &toolCall{name: string(m.name), args: m.args, meta: meta, rawMeta: m.meta, fast: true,
 		extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: agent}, Header: r.Header}}
 	a := g.gateCall(r.Context(), s, tc)
+	// The id is free once the call is answered: the client may reuse it
+	// as soon as it reads the answer.
+	s.releaseID(key)
 	b, err := responseLine(m.id, a)
 	if err != nil {
 		g.log.Warn("answer a call", "session", s.id, "err", err)
 		http.Error(w, "encode the answer: "+err.Error(), http.StatusInternalServerError)
 		return true
 	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
 	ev := make([]byte, 0, len(b)+30)
 	ev = append(ev, "event: message\ndata: "...)
 	ev = append(ev, b...)
@@ -199,6 +208,28 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 		g.log.Debug("answer a call", "session", s.id, "err", err)
 	}
 	return true
+}
+
+// refuseHeldID answers a call whose id is already in flight on its
+// session as the SDK's handler does: 400, and a JSON-RPC error under the
+// id (its event-stream headers already set, but for the content type).
+func refuseHeldID(w http.ResponseWriter, id []byte) {
+	jid, err := parseID(id)
+	if err != nil {
+		http.Error(w, "read the request id: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("duplicate in-flight request ID %v", jid.Raw()),
+	}})
+	if err != nil {
+		http.Error(w, "encode the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(b)
 }
 
 // responseLine is the JSON-RPC response to a fast call, with the

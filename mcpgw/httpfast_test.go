@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -411,5 +412,58 @@ func TestHTTPFastPathLetsTheSDKKeepItsSessionsAlive(t *testing.T) {
 	}
 	if a := post(t, srv.URL, "agent-token", body, "Mcp-Session-Id", sid); a.Status != http.StatusOK || h.gw.HTTPFastCalls() != 2 {
 		t.Fatalf("the next call = %+v, %d fast; want 200 by the fast path again", a, h.gw.HTTPFastCalls())
+	}
+}
+
+// A call whose id is already in flight on its session is refused as the
+// SDK refuses it (400, a JSON-RPC error under that id), and the call in
+// flight still gets its own answer.
+func TestHTTPFastPathRefusesAnIDInFlight(t *testing.T) {
+	h, _, srv := httpHarness(t, nil)
+	sid, sdkSid := openSession(t, srv.URL, "agent-token", true), openSession(t, srv.URL, "agent-token", true)
+	slow := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`
+	dup := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_note","arguments":{}}}`
+	// inFlight starts the slow call on a session and returns its answer
+	// once the upstream has it.
+	inFlight := func(sid string) <-chan httpAnswer {
+		out := make(chan httpAnswer, 1)
+		go func() { out <- post(t, srv.URL, "agent-token", slow, "Mcp-Session-Id", sid) }()
+		select {
+		case <-h.up.slowIn:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow call never reached the upstream")
+		}
+		return out
+	}
+	release := sync.OnceFunc(func() { close(h.up.slow) })
+	t.Cleanup(release)
+	fastSlow := inFlight(sid)
+	if h.gw.HTTPFastCalls() != 1 {
+		t.Fatal("the slow call did not go by the fast path")
+	}
+	fa := post(t, srv.URL, "agent-token", dup, "Mcp-Session-Id", sid)
+	h.gw.SetHTTPFast(false)
+	sdkSlow := inFlight(sdkSid)
+	sa := post(t, srv.URL, "agent-token", dup, "Mcp-Session-Id", sdkSid)
+	if sa.Status != http.StatusBadRequest {
+		t.Fatalf("the SDK's answer to an id in flight = %+v; want 400", sa)
+	}
+	if diff := cmp.Diff(sa, fa); diff != "" {
+		t.Fatalf("an id in flight: fast path's answer differs from the SDK's (-sdk +fast):\n%s", diff)
+	}
+	if h.up.count("read_note") != 0 {
+		t.Fatal("a call under an id in flight reached the upstream")
+	}
+	release()
+	for name, ch := range map[string]<-chan httpAnswer{"fast": fastSlow, "sdk": sdkSlow} {
+		a := <-ch
+		if a.Status != http.StatusOK || !strings.Contains(string(must(json.Marshal(sseData(t, a)))), `"done"`) {
+			t.Fatalf("%s path: the call in flight = %+v; want its own answer", name, a)
+		}
+	}
+	// The id is free again once its call is answered.
+	h.gw.SetHTTPFast(true)
+	if a := post(t, srv.URL, "agent-token", dup, "Mcp-Session-Id", sid); a.Status != http.StatusOK || sseData(t, a)["result"] == nil || h.gw.HTTPFastCalls() != 2 {
+		t.Fatalf("the id after its call ended = %+v; want a result by the fast path", a)
 	}
 }
