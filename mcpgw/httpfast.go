@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,8 +124,10 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	if !slices.Contains(fastVersions, pv) {
 		return false
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
+			return false
+		}
 	}
 	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
 		return false
@@ -141,7 +144,7 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	if ip := s.ss.InitializeParams(); ip == nil || negotiated(ip.ProtocolVersion) != pv {
 		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
+	body, err := readBody(r)
 	if err != nil || len(body) > maxHTTPBody {
 		// The SDK reads what is left, and answers as it does.
 		r.Body = struct {
@@ -174,10 +177,12 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 			}
 		}
 	}
+	// The SDK's headers for an answer on the event stream. The values
+	// are shared: net/http only reads them.
 	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
+	h["Cache-Control"] = noCache
+	h["Content-Type"] = eventStream
+	h["Connection"] = keepAlive
 	key := idKey(m.id)
 	if !s.holdID(key) {
 		refuseHeldID(w, m.id)
@@ -190,24 +195,44 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	// The id is free once the call is answered: the client may reuse it
 	// as soon as it reads the answer.
 	s.releaseID(key)
-	b, err := responseLine(m.id, a)
+	ev := make([]byte, 0, len(eventHead)+len(m.id)+len(a.raw)+48)
+	ev, err = appendResponse(append(ev, eventHead...), m.id, a)
 	if err != nil {
 		g.log.Warn("answer a call", "session", s.id, "err", err)
 		http.Error(w, "encode the answer: "+err.Error(), http.StatusInternalServerError)
 		return true
 	}
-	ev := make([]byte, 0, len(b)+30)
-	ev = append(ev, "event: message\ndata: "...)
-	ev = append(ev, b...)
 	ev = append(ev, "\n\n"...)
+	// The event is the whole answer: sent with its length, the headers
+	// and the event go in one write when the handler returns, where an
+	// event stream the SDK flushes takes two (the event, then the end of
+	// the chunked body).
+	h["Content-Length"] = []string{strconv.Itoa(len(ev))}
 	if _, err := w.Write(ev); err != nil {
-		g.log.Debug("answer a call", "session", s.id, "err", err)
-		return true
-	}
-	if err := http.NewResponseController(w).Flush(); err != nil {
 		g.log.Debug("answer a call", "session", s.id, "err", err)
 	}
 	return true
+}
+
+// eventHead starts the one SSE event of a fast call's answer.
+const eventHead = "event: message\ndata: "
+
+var (
+	noCache     = []string{"no-cache, no-transform"}
+	eventStream = []string{"text/event-stream"}
+	keepAlive   = []string{"keep-alive"}
+)
+
+// readBody reads a request's body, up to one byte past the SDK's limit,
+// into a buffer of the size the request declares when it declares one.
+func readBody(r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= maxHTTPBody {
+		// net/http reads no more than the declared length.
+		body := make([]byte, n)
+		k, err := io.ReadFull(r.Body, body)
+		return body[:k], err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
 }
 
 // refuseHeldID answers a call whose id is already in flight on its
@@ -235,6 +260,11 @@ func refuseHeldID(w http.ResponseWriter, id []byte) {
 // responseLine is the JSON-RPC response to a fast call, with the
 // client's own id, as the SDK encodes it.
 func responseLine(id []byte, a callAnswer) ([]byte, error) {
+	return appendResponse(nil, id, a)
+}
+
+// appendResponse appends responseLine's response to b.
+func appendResponse(b, id []byte, a callAnswer) ([]byte, error) {
 	result := a.raw
 	if a.err == nil && result == nil {
 		var err error
@@ -247,9 +277,13 @@ func responseLine(id []byte, a callAnswer) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: a.err})
+		m, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: a.err})
+		if err != nil {
+			return nil, err
+		}
+		return append(b, m...), nil
 	}
-	b := make([]byte, 0, 40+len(id)+len(result))
+	b = slices.Grow(b, 40+len(id)+len(result))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"result":`...)
