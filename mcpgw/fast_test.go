@@ -600,3 +600,31 @@ func TestFastPathUsesTheNegotiatedProtocol(t *testing.T) {
 		t.Fatal("the call did not take the fast path")
 	}
 }
+
+// A Go SDK client at its default protocol (2026-07-28, a session opened
+// by server/discover) sends the per-request protocol keys in every
+// call's _meta. They describe its session with the gateway, not the
+// gateway's with the upstream: an upstream of an earlier protocol, which
+// checks them, must not receive them. Such a client's calls go by the
+// SDK's path (the fast path speaks the earlier protocols).
+func TestGoSDKClientOfTheNewestProtocol(t *testing.T) {
+	h, tap := newFastHarness(t, nil)
+	cs := h.stdio("")
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("the Go SDK client's session speaks %q; want 2026-07-28", v)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool(read_note) = %v, %v; want a result", res, err)
+	}
+	tap.mu.Lock()
+	for _, l := range tap.lines {
+		if strings.Contains(l, `"tools/call"`) && strings.Contains(l, `io.modelcontextprotocol/`) {
+			t.Errorf("the client's per-request protocol keys reached an upstream of an earlier protocol: %s", l)
+		}
+	}
+	tap.mu.Unlock()
+	if n := tap.rawCalls(); n != 0 {
+		t.Fatalf("the fast path took %d calls of a 2026-07-28 session", n)
+	}
+}

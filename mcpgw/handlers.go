@@ -383,6 +383,10 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, tc *too
 		params = &mcp.CallToolParams{Name: e.name, Arguments: forwardedArgs(tc.args)}
 		if len(tc.meta) > 0 {
 			params.Meta = maps.Clone(tc.meta)
+			// The per-request protocol keys (2026-07-28) describe the
+			// client's session with the gateway; the SDK's client writes
+			// its own for an upstream session that takes them.
+			maps.DeleteFunc(params.Meta, func(k string, _ any) bool { return strings.HasPrefix(k, "io.modelcontextprotocol/") })
 			if tok != nil {
 				params.Meta["progressToken"] = g.routeProgress(s.ss, tok)
 				defer g.dropProgress(params.Meta["progressToken"].(string))
