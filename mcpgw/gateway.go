@@ -152,31 +152,32 @@ type session struct {
 	// sdkAt is when a request of the session last went through the SDK's
 	// HTTP handler (Unix nanoseconds), whose idle timer it reset.
 	sdkAt atomic.Int64
-	// fastIDs are the request ids (idKey) of the HTTP fast path's calls
-	// in flight, which the session refuses to a second request as the
-	// SDK's handler does.
-	idsMu   sync.Mutex
-	fastIDs map[string]struct{}
+	// ids are the request ids (idKey) in flight on an HTTP session, of
+	// the fast path's calls and of the requests it left to the SDK's
+	// handler, which the session refuses to a second request as the
+	// SDK's handler does (httpfast.go).
+	idsMu sync.Mutex
+	ids   map[string]struct{}
 }
 
-// holdID records a fast call's request id in flight on the session, or
-// says it is already.
+// holdID records a request id in flight on the session, or says it is
+// already.
 func (s *session) holdID(key string) bool {
 	s.idsMu.Lock()
 	defer s.idsMu.Unlock()
-	if _, held := s.fastIDs[key]; held {
+	if _, held := s.ids[key]; held {
 		return false
 	}
-	if s.fastIDs == nil {
-		s.fastIDs = map[string]struct{}{}
+	if s.ids == nil {
+		s.ids = map[string]struct{}{}
 	}
-	s.fastIDs[key] = struct{}{}
+	s.ids[key] = struct{}{}
 	return true
 }
 
 func (s *session) releaseID(key string) {
 	s.idsMu.Lock()
-	delete(s.fastIDs, key)
+	delete(s.ids, key)
 	s.idsMu.Unlock()
 }
 

@@ -106,31 +106,33 @@ func (f *httpFront) noteSDK(r *http.Request) {
 }
 
 // serve answers r on the fast path and says so, or says it is the SDK's.
-// agent is the agent of the request's bearer token, already checked.
-func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) bool {
+// agent is the agent of the request's bearer token, already checked. A
+// request left to the SDK may come with release: its id is held on its
+// session until the SDK's handler has served it, and release frees it.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) (handled bool, release func()) {
 	if r.Method != http.MethodPost || f.g.noHTTPFast.Load() {
-		return false
+		return false, nil
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" || len(r.Header.Values("Last-Event-ID")) > 0 {
-		return false
+		return false, nil
 	}
 	if f.sdkHostCheck {
 		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); !ok || la == nil || (isLoopback(la.String()) && !isLoopback(r.Host)) {
-			return false
+			return false, nil
 		}
 	}
 	pv := r.Header.Get("Mcp-Protocol-Version")
 	if !slices.Contains(fastVersions, pv) {
-		return false
+		return false, nil
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
-			return false
+			return false, nil
 		}
 	}
 	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
-		return false
+		return false, nil
 	}
 	g := f.g
 	g.mu.Lock()
@@ -139,10 +141,10 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	ok := s != nil && o.ss == s.ss && o.agent != "" && o.agent == agent && s.agent == agent
 	g.mu.Unlock()
 	if !ok || !s.initialized.Load() || time.Since(time.Unix(0, s.sdkAt.Load())) > f.fresh {
-		return false
+		return false, nil
 	}
 	if ip := s.ss.InitializeParams(); ip == nil || negotiated(ip.ProtocolVersion) != pv {
-		return false
+		return false, nil
 	}
 	body, err := readBody(r)
 	if err != nil || len(body) > maxHTTPBody {
@@ -151,17 +153,28 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		return false
-	}
-	restore := func() bool {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		return false
-	}
-	if !bytes.Contains(body, []byte("tools/call")) {
-		return restore()
+		return false, nil
 	}
 	var m rpcLine
-	if !scanLine(bytes.TrimSpace(body), &m) || !m.toolsCall() {
+	scanned := scanLine(bytes.TrimSpace(body), &m)
+	// restore gives the request to the SDK. The two paths share the
+	// session's ids in flight: a request whose id a call of either path
+	// holds is refused here as the SDK's handler refuses it, and one that
+	// goes holds its id while the SDK serves it.
+	restore := func() (bool, func()) {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !scanned || !m.hasMethod || m.id == nil {
+			return false, nil
+		}
+		key := idKey(m.id)
+		if !s.holdID(key) {
+			setEventStream(w.Header())
+			refuseHeldID(w, m.id)
+			return true, nil
+		}
+		return false, func() { s.releaseID(key) }
+	}
+	if !scanned || !m.toolsCall() {
 		return restore()
 	}
 	var meta mcp.Meta
@@ -177,16 +190,12 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 			}
 		}
 	}
-	// The SDK's headers for an answer on the event stream. The values
-	// are shared: net/http only reads them.
 	h := w.Header()
-	h["Cache-Control"] = noCache
-	h["Content-Type"] = eventStream
-	h["Connection"] = keepAlive
+	setEventStream(h)
 	key := idKey(m.id)
 	if !s.holdID(key) {
 		refuseHeldID(w, m.id)
-		return true
+		return true, nil
 	}
 	g.httpFast.Add(1)
 	tc := &toolCall{name: string(m.name), args: m.args, meta: meta, rawMeta: m.meta, fast: true,
@@ -200,7 +209,7 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	if err != nil {
 		g.log.Warn("answer a call", "session", s.id, "err", err)
 		http.Error(w, "encode the answer: "+err.Error(), http.StatusInternalServerError)
-		return true
+		return true, nil
 	}
 	ev = append(ev, "\n\n"...)
 	// The event is the whole answer: sent with its length, the headers
@@ -211,11 +220,19 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	if _, err := w.Write(ev); err != nil {
 		g.log.Debug("answer a call", "session", s.id, "err", err)
 	}
-	return true
+	return true, nil
 }
 
 // eventHead starts the one SSE event of a fast call's answer.
 const eventHead = "event: message\ndata: "
+
+// setEventStream sets the SDK's headers for an answer on the event
+// stream. The values are shared: net/http only reads them.
+func setEventStream(h http.Header) {
+	h["Cache-Control"] = noCache
+	h["Content-Type"] = eventStream
+	h["Connection"] = keepAlive
+}
 
 var (
 	noCache     = []string{"no-cache, no-transform"}

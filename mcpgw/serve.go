@@ -122,10 +122,14 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			refuse(w, r, http.StatusUnauthorized, "UNAUTHORIZED", "invalid token")
 			return
 		}
-		if fast.serve(w, r, agent) {
+		handled, release := fast.serve(w, r, agent)
+		if handled {
 			return
 		}
 		inner.ServeHTTP(w, r)
+		if release != nil {
+			release()
+		}
 		fast.noteSDK(r)
 	}), nil
 }
