@@ -241,9 +241,10 @@ var (
 )
 
 // readBody reads a request's body, up to one byte past the SDK's limit,
-// into a buffer of the size the request declares when it declares one.
+// into a buffer of the size the request declares when it declares a
+// small one (a large one is not allocated before it arrives).
 func readBody(r *http.Request) ([]byte, error) {
-	if n := r.ContentLength; n > 0 && n <= maxHTTPBody {
+	if n := r.ContentLength; n > 0 && n <= 64<<10 {
 		// net/http reads no more than the declared length.
 		body := make([]byte, n)
 		k, err := io.ReadFull(r.Body, body)
