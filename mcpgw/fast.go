@@ -56,12 +56,16 @@ func (g *Gateway) callRaw(ctx context.Context, fc *frameConn, e *toolEntry, tc *
 		return nil, nil, false, err
 	}
 	defer fc.forget(id)
-	name, err := json.Marshal(e.name)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
+	name := e.nameJSON
+	if name == nil {
+		var err error
+		if name, err = json.Marshal(e.name); err != nil {
+			return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
+		}
 	}
 	args := forwardedArgs(tc.args)
-	b := make([]byte, 0, 80+len(id)+len(name)+len(args)+len(tc.rawMeta))
+	// The frame's fixed text, the newline writeLine adds, and _meta's key.
+	b := make([]byte, 0, 96+len(id)+len(name)+len(args)+len(tc.rawMeta))
 	b = append(b, `{"jsonrpc":"2.0","id":"`...)
 	b = append(b, id...)
 	b = append(b, `","method":"tools/call","params":{"name":`...)
