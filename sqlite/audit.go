@@ -47,6 +47,9 @@ type auditWriter struct {
 	// The statements of a batch, prepared once on the write connection:
 	// the head of the chain, and inserts of one row and of auditChunk rows.
 	head, insert1, insertN *sql.Stmt
+	// args holds a batch's statement arguments; only the writer's
+	// goroutine uses it.
+	args []any
 
 	mu     sync.Mutex
 	queue  []*auditReq
@@ -234,6 +237,16 @@ func insertAudit(n int) string {
 		strings.Repeat(row+", ", n-1) + row
 }
 
+// clear0 empties args, dropping its references to the rows written, and
+// keeps it for the next batch unless a huge batch grew it.
+func clear0(args []any) []any {
+	clear(args)
+	if cap(args) > 64*auditChunk*11 {
+		return nil
+	}
+	return args[:0]
+}
+
 // auditChunk is how many rows one prepared INSERT writes: fewer calls into
 // SQLite per row, and a statement small enough to keep in memory.
 const auditChunk = 16
@@ -251,14 +264,19 @@ func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditR
 		total += len(req.rows)
 	}
 	const cols = 11
-	args := make([]any, 0, cols*total)
+	// The arguments' slice is the writer's own, kept between batches.
+	args := w.args[:0]
+	defer func() { w.args = clear0(args) }()
+	recs := make([]portcullis.AuditRecord, total)
 	out := make([][]portcullis.AuditRecord, len(reqs))
+	k := 0
 	for i, req := range reqs {
-		out[i] = make([]portcullis.AuditRecord, len(req.rows))
-		for j, r := range req.rows {
+		out[i] = recs[k : k+len(req.rows) : k+len(req.rows)]
+		for _, r := range req.rows {
 			seq++
 			h := portcullis.ChainHash(prev, seq, r.body)
-			out[i][j] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			recs[k] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			k++
 			args = append(args, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h)
 			prev = h
 		}

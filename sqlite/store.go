@@ -102,6 +102,7 @@ type Store struct {
 	ckdb *sql.DB // one connection for WAL checkpoints, off the writers' path
 
 	grantsStmt *sql.Stmt // the candidates for UseGrant, on rdb
+	blockStmt  *sql.Stmt // an agent's block, on rdb: read by every decision
 
 	audit   *auditWriter
 	changed broadcast     // signalled after every local write to the changes table
@@ -248,7 +249,7 @@ func (s *Store) openRetrying(ctx context.Context) error {
 			return nil
 		}
 		s.abandon()
-		s.wdb, s.rdb, s.ckdb, s.grantsStmt = nil, nil, nil, nil
+		s.wdb, s.rdb, s.ckdb, s.grantsStmt, s.blockStmt = nil, nil, nil, nil, nil
 		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
@@ -311,6 +312,9 @@ func (s *Store) open(ctx context.Context) error {
 	s.rdb.SetConnMaxLifetime(0)
 	s.rdb.SetConnMaxIdleTime(0)
 	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, coveringGrant); err != nil {
+		return s.openErr(err)
+	}
+	if s.blockStmt, err = s.rdb.PrepareContext(ctx, selectBlock); err != nil {
 		return s.openErr(err)
 	}
 	if s.ckdb, err = sql.Open("sqlite", s.dsn(connCheckpoint)); err != nil {
@@ -514,8 +518,10 @@ func (s *Store) abandon() {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	if s.grantsStmt != nil {
-		errs = append(errs, s.grantsStmt.Close())
+	for _, stmt := range []*sql.Stmt{s.grantsStmt, s.blockStmt} {
+		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
