@@ -51,18 +51,26 @@ type auditWriter struct {
 	// goroutine uses it.
 	args []any
 
+	// commitMu is held by whoever commits: the writer's goroutine, or a
+	// lone caller committing its own rows (commitAlone).
+	commitMu sync.Mutex
+
 	mu     sync.Mutex
 	queue  []*auditReq
 	closed bool
-	wake   chan struct{} // holds a token when the queue grew or the writer is closing
-	done   chan struct{} // closed when the writer has drained and ended
+	// alone says the writer's last batch held one request and no other
+	// was waiting: a caller that then finds the queue empty commits its
+	// rows itself, without handing them to the writer and back.
+	alone bool
+	wake  chan struct{} // holds a token when the queue grew or the writer is closing
+	done  chan struct{} // closed when the writer has drained and ended
 }
 
 // maxCommitDelay bounds how long the writer waits for a batch to fill.
 const maxCommitDelay = time.Millisecond
 
 func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
-	w := &auditWriter{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &auditWriter{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), alone: true}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -102,14 +110,37 @@ func (w *auditWriter) submit(req *auditReq) error {
 	return nil
 }
 
+// commitAlone commits req on the caller's goroutine when no other append
+// is queued or committing and the load is light; it reports whether it
+// did (and answered req). Under load the writer's batches are left whole.
+func (w *auditWriter) commitAlone(req *auditReq) bool {
+	w.mu.Lock()
+	ok := w.alone && len(w.queue) == 0 && !w.closed
+	w.mu.Unlock()
+	if !ok || !w.commitMu.TryLock() {
+		return false
+	}
+	defer w.commitMu.Unlock()
+	w.mu.Lock()
+	ok = len(w.queue) == 0 && !w.closed
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.commit([]*auditReq{req})
+	return true
+}
+
 // close stops taking requests, commits those queued and waits for the
-// writer to end.
+// writer, and any caller committing alone, to end.
 func (w *auditWriter) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
 	w.signal()
 	<-w.done
+	w.commitMu.Lock()
+	defer w.commitMu.Unlock()
 	w.closeStmts()
 }
 
@@ -133,10 +164,13 @@ func (w *auditWriter) run() {
 			return // closed and drained
 		}
 		start := time.Now()
+		w.commitMu.Lock()
 		w.commit(batch)
+		w.commitMu.Unlock()
 		took := time.Since(start)
 		w.mu.Lock()
 		waiting := len(w.queue)
+		w.alone = len(batch) == 1 && waiting == 0
 		w.mu.Unlock()
 		// The callers active now: those just answered and those that
 		// queued during the commit.
@@ -343,8 +377,10 @@ func (s *Store) AppendAudit(ctx context.Context, evs ...portcullis.AuditEvent) (
 			agent: ev.Agent, tool: ev.Tool, outcome: string(ev.Outcome), body: body,
 		}
 	}
-	if err := s.audit.submit(req); err != nil {
-		return nil, fmt.Errorf("sqlite: append audit: %w", err)
+	if !s.audit.commitAlone(req) {
+		if err := s.audit.submit(req); err != nil {
+			return nil, fmt.Errorf("sqlite: append audit: %w", err)
+		}
 	}
 	// Wait for the commit even if ctx ends meanwhile: the answer must say
 	// whether the rows were written.
