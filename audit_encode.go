@@ -29,14 +29,14 @@ const maxPooledAuditBuf = 64 << 10
 // EncodeAuditBody returns an event's canonical JSON.
 func EncodeAuditBody(ev *AuditEvent) ([]byte, error) {
 	bp := auditBufs.Get().(*[]byte)
-	e := auditEncoder{b: (*bp)[:0]}
-	e.event(ev)
+	var e auditEncoder
+	b := e.event((*bp)[:0], ev)
 	var out []byte
 	if e.err == nil {
-		out = slices.Clone(e.b)
+		out = slices.Clone(b)
 	}
-	if cap(e.b) <= maxPooledAuditBuf {
-		*bp = e.b[:0]
+	if cap(b) <= maxPooledAuditBuf {
+		*bp = b[:0]
 		auditBufs.Put(bp)
 	}
 	if e.err != nil {
@@ -45,11 +45,19 @@ func EncodeAuditBody(ev *AuditEvent) ([]byte, error) {
 	return out, nil
 }
 
-// auditEncoder appends an event's JSON to b; the first error stops it.
+// auditEncoder appends an event's JSON to a buffer; the first error
+// stops it. Its methods take the buffer and return it, as append does, so
+// that writing a byte stores no pointer outside the stack.
 type auditEncoder struct {
-	b   []byte
 	err error
+	// depth is how deep in nested arguments the encoder is.
+	depth int
 }
+
+// maxArgsDepth is how deep the encoder nests argument objects and lists
+// itself; deeper values go to encoding/json, whose cycle detection turns a
+// map that holds itself into an error rather than endless recursion.
+const maxArgsDepth = 100
 
 func (e *auditEncoder) fail(format string, args ...any) {
 	if e.err == nil {
@@ -57,342 +65,310 @@ func (e *auditEncoder) fail(format string, args ...any) {
 	}
 }
 
-func (e *auditEncoder) raw(s string) { e.b = append(e.b, s...) }
-
-// field writes `,"key":` (or `"key":` for the first field of an object).
-func (e *auditEncoder) field(first *bool, key string) {
+// key writes `,"key":`, or `"key":` for the first field of an object.
+func key(b []byte, first *bool, k string) []byte {
 	if !*first {
-		e.b = append(e.b, ',')
+		b = append(b, ',')
 	}
 	*first = false
-	e.b = append(e.b, '"')
-	e.b = append(e.b, key...)
-	e.b = append(e.b, '"', ':')
+	b = append(b, '"')
+	b = append(b, k...)
+	return append(b, '"', ':')
 }
 
-func (e *auditEncoder) strField(first *bool, key, v string) {
-	e.field(first, key)
-	e.str(v)
+func strField(b []byte, first *bool, k, v string) []byte {
+	return appendString(key(b, first, k), v)
 }
 
 // optStr writes a string field with omitempty.
-func (e *auditEncoder) optStr(first *bool, key, v string) {
-	if v != "" {
-		e.strField(first, key, v)
+func optStr(b []byte, first *bool, k, v string) []byte {
+	if v == "" {
+		return b
 	}
+	return strField(b, first, k, v)
 }
 
-func (e *auditEncoder) boolField(first *bool, key string, v bool) {
-	e.field(first, key)
-	e.b = strconv.AppendBool(e.b, v)
+func boolField(b []byte, first *bool, k string, v bool) []byte {
+	return strconv.AppendBool(key(b, first, k), v)
 }
 
-func (e *auditEncoder) intField(first *bool, key string, v int64) {
-	e.field(first, key)
-	e.b = strconv.AppendInt(e.b, v, 10)
+func intField(b []byte, first *bool, k string, v int64) []byte {
+	return strconv.AppendInt(key(b, first, k), v, 10)
 }
 
-func (e *auditEncoder) event(ev *AuditEvent) {
+func (e *auditEncoder) event(b []byte, ev *AuditEvent) []byte {
 	f := true
-	e.b = append(e.b, '{')
-	e.strField(&f, "kind", string(ev.Kind))
-	e.field(&f, "time")
-	e.time(ev.Time)
-	e.optStr(&f, "decisionId", ev.DecisionID)
-	e.optStr(&f, "session", ev.Session)
-	e.optStr(&f, "agent", ev.Agent)
-	e.optStr(&f, "tool", ev.Tool)
-	e.optStr(&f, "outcome", string(ev.Outcome))
+	b = append(b, '{')
+	b = strField(b, &f, "kind", string(ev.Kind))
+	b = e.time(key(b, &f, "time"), ev.Time)
+	b = optStr(b, &f, "decisionId", ev.DecisionID)
+	b = optStr(b, &f, "session", ev.Session)
+	b = optStr(b, &f, "agent", ev.Agent)
+	b = optStr(b, &f, "tool", ev.Tool)
+	b = optStr(b, &f, "outcome", string(ev.Outcome))
 	if ev.Request != nil {
-		e.field(&f, "request")
-		e.call(ev.Request)
+		b = e.call(key(b, &f, "request"), ev.Request)
 	}
 	if ev.Decision != nil {
-		e.field(&f, "decision")
-		e.decision(ev.Decision)
+		b = e.decision(key(b, &f, "decision"), ev.Decision)
 	}
-	e.optStr(&f, "policyHash", ev.PolicyHash)
+	b = optStr(b, &f, "policyHash", ev.PolicyHash)
 	if ev.LatencyNS != 0 {
-		e.intField(&f, "latencyNs", ev.LatencyNS)
+		b = intField(b, &f, "latencyNs", ev.LatencyNS)
 	}
 	if v := ev.Validator; v != nil {
-		e.field(&f, "validator")
-		e.validator(v)
+		b = e.validator(key(b, &f, "validator"), v)
 	}
 	if ev.UserPresent {
-		e.boolField(&f, "userPresent", true)
+		b = boolField(b, &f, "userPresent", true)
 	}
-	e.optStr(&f, "actor", ev.Actor)
-	e.optStr(&f, "detail", ev.Detail)
-	e.b = append(e.b, '}')
+	b = optStr(b, &f, "actor", ev.Actor)
+	b = optStr(b, &f, "detail", ev.Detail)
+	return append(b, '}')
 }
 
-func (e *auditEncoder) call(c *Call) {
+func (e *auditEncoder) call(b []byte, c *Call) []byte {
 	f := true
-	e.b = append(e.b, '{')
-	e.strField(&f, "tool", c.Tool)
+	b = append(b, '{')
+	b = strField(b, &f, "tool", c.Tool)
 	if len(c.Args) > 0 {
-		e.field(&f, "args")
-		e.object(c.Args)
+		b = e.object(key(b, &f, "args"), c.Args)
 	}
-	e.optStr(&f, "session", c.Session)
-	e.optStr(&f, "agent", c.Agent)
-	e.optStr(&f, "elementType", c.ElementType)
-	e.field(&f, "activeElements")
-	e.strings(c.ActiveElements)
+	b = optStr(b, &f, "session", c.Session)
+	b = optStr(b, &f, "agent", c.Agent)
+	b = optStr(b, &f, "elementType", c.ElementType)
+	b = appendStrings(key(b, &f, "activeElements"), c.ActiveElements)
 	if c.UserPresent {
-		e.boolField(&f, "userPresent", true)
+		b = boolField(b, &f, "userPresent", true)
 	}
 	if len(c.Grants) > 0 {
-		e.field(&f, "grants")
-		e.b = append(e.b, '[')
+		b = append(key(b, &f, "grants"), '[')
 		for i := range c.Grants {
 			if i > 0 {
-				e.b = append(e.b, ',')
+				b = append(b, ',')
 			}
-			e.grant(&c.Grants[i])
+			b = e.grant(b, &c.Grants[i])
 		}
-		e.b = append(e.b, ']')
+		b = append(b, ']')
 	}
 	if r := c.Run; r != nil {
-		e.field(&f, "run")
-		e.run(r)
+		b = e.run(key(b, &f, "run"), r)
 	}
 	if len(c.Conversation) > 0 {
-		e.field(&f, "conversation")
-		e.b = append(e.b, '[')
+		b = append(key(b, &f, "conversation"), '[')
 		for i, m := range c.Conversation {
 			if i > 0 {
-				e.b = append(e.b, ',')
+				b = append(b, ',')
 			}
 			mf := true
-			e.b = append(e.b, '{')
-			e.strField(&mf, "role", m.Role)
-			e.strField(&mf, "content", m.Content)
-			e.b = append(e.b, '}')
+			b = append(b, '{')
+			b = strField(b, &mf, "role", m.Role)
+			b = strField(b, &mf, "content", m.Content)
+			b = append(b, '}')
 		}
-		e.b = append(e.b, ']')
+		b = append(b, ']')
 	}
-	e.optStr(&f, "contextSource", string(c.ContextSource))
+	b = optStr(b, &f, "contextSource", string(c.ContextSource))
 	if cl := c.Client; cl != nil {
-		e.field(&f, "client")
 		cf := true
-		e.b = append(e.b, '{')
-		e.optStr(&cf, "session", cl.Session)
-		e.optStr(&cf, "toolUseId", cl.ToolUseID)
-		e.b = append(e.b, '}')
+		b = append(key(b, &f, "client"), '{')
+		b = optStr(b, &cf, "session", cl.Session)
+		b = optStr(b, &cf, "toolUseId", cl.ToolUseID)
+		b = append(b, '}')
 	}
-	e.optStr(&f, "workdir", c.Workdir)
-	e.b = append(e.b, '}')
+	b = optStr(b, &f, "workdir", c.Workdir)
+	return append(b, '}')
 }
 
-func (e *auditEncoder) grant(g *Grant) {
+func (e *auditEncoder) grant(b []byte, g *Grant) []byte {
 	f := true
-	e.b = append(e.b, '{')
-	e.optStr(&f, "id", g.ID)
-	e.strField(&f, "kind", string(g.Kind))
-	e.strField(&f, "tool", g.Tool)
-	e.optStr(&f, "elementType", g.ElementType)
-	e.optStr(&f, "session", g.Session)
+	b = append(b, '{')
+	b = optStr(b, &f, "id", g.ID)
+	b = strField(b, &f, "kind", string(g.Kind))
+	b = strField(b, &f, "tool", g.Tool)
+	b = optStr(b, &f, "elementType", g.ElementType)
+	b = optStr(b, &f, "session", g.Session)
 	if len(g.Args) > 0 {
-		e.field(&f, "args")
-		e.object(g.Args)
+		b = e.object(key(b, &f, "args"), g.Args)
 	}
-	e.optStr(&f, "argsDigest", g.ArgsDigest)
-	e.optStr(&f, "grantedBy", g.GrantedBy)
+	b = optStr(b, &f, "argsDigest", g.ArgsDigest)
+	b = optStr(b, &f, "grantedBy", g.GrantedBy)
 	if !g.CreatedAt.IsZero() {
-		e.field(&f, "createdAt")
-		e.time(g.CreatedAt)
+		b = e.time(key(b, &f, "createdAt"), g.CreatedAt)
 	}
 	if !g.ExpiresAt.IsZero() {
-		e.field(&f, "expiresAt")
-		e.time(g.ExpiresAt)
+		b = e.time(key(b, &f, "expiresAt"), g.ExpiresAt)
 	}
-	e.b = append(e.b, '}')
+	return append(b, '}')
 }
 
-func (e *auditEncoder) run(r *Run) {
+func (e *auditEncoder) run(b []byte, r *Run) []byte {
 	f := true
-	e.b = append(e.b, '{')
-	e.strField(&f, "id", r.ID)
-	e.intField(&f, "step", int64(r.Step))
-	e.optStr(&f, "previousOutcome", string(r.PreviousOutcome))
+	b = append(b, '{')
+	b = strField(b, &f, "id", r.ID)
+	b = intField(b, &f, "step", int64(r.Step))
+	b = optStr(b, &f, "previousOutcome", string(r.PreviousOutcome))
 	if r.RiskScore != nil {
-		e.field(&f, "riskScore")
-		e.float(*r.RiskScore, 64)
+		b = e.float(key(b, &f, "riskScore"), *r.RiskScore, 64)
 	}
-	e.optStr(&f, "nextActionHint", r.NextActionHint)
-	e.optStr(&f, "trigger", r.Trigger)
-	e.b = append(e.b, '}')
+	b = optStr(b, &f, "nextActionHint", r.NextActionHint)
+	b = optStr(b, &f, "trigger", r.Trigger)
+	return append(b, '}')
 }
 
 // decision writes every contract field, with empty lists as [] (as
 // Decision.MarshalJSON does).
-func (e *auditEncoder) decision(d *Decision) {
+func (e *auditEncoder) decision(b []byte, d *Decision) []byte {
 	f := true
-	e.b = append(e.b, '{')
-	e.strField(&f, "decisionId", d.DecisionID)
-	e.strField(&f, "outcome", string(d.Outcome))
-	e.field(&f, "permissionLevel")
-	e.level(d.PermissionLevel)
-	e.strField(&f, "code", string(d.Code))
-	e.strField(&f, "reason", d.Reason)
-	e.strField(&f, "source", string(d.Source))
-	e.strField(&f, "sourceElement", d.SourceElement)
-	e.strField(&f, "matchedPolicy", d.MatchedPolicy)
-	e.field(&f, "conflictingElements")
-	e.b = append(e.b, '[')
+	b = append(b, '{')
+	b = strField(b, &f, "decisionId", d.DecisionID)
+	b = strField(b, &f, "outcome", string(d.Outcome))
+	b = e.level(key(b, &f, "permissionLevel"), d.PermissionLevel)
+	b = strField(b, &f, "code", string(d.Code))
+	b = strField(b, &f, "reason", d.Reason)
+	b = strField(b, &f, "source", string(d.Source))
+	b = strField(b, &f, "sourceElement", d.SourceElement)
+	b = strField(b, &f, "matchedPolicy", d.MatchedPolicy)
+	b = append(key(b, &f, "conflictingElements"), '[')
 	for i, c := range d.ConflictingElements {
 		if i > 0 {
-			e.b = append(e.b, ',')
+			b = append(b, ',')
 		}
 		cf := true
-		e.b = append(e.b, '{')
-		e.strField(&cf, "name", c.Name)
-		e.field(&cf, "wantedLevel")
-		e.level(c.WantedLevel)
-		e.b = append(e.b, '}')
+		b = append(b, '{')
+		b = strField(b, &cf, "name", c.Name)
+		b = e.level(key(b, &cf, "wantedLevel"), c.WantedLevel)
+		b = append(b, '}')
 	}
-	e.b = append(e.b, ']')
-	e.strField(&f, "challengeId", d.ChallengeID)
-	e.strField(&f, "whatWouldAuthorize", d.WhatWouldAuthorize)
-	e.boolField(&f, "failClosed", d.FailClosed)
-	e.field(&f, "trace")
-	e.b = append(e.b, '[')
+	b = append(b, ']')
+	b = strField(b, &f, "challengeId", d.ChallengeID)
+	b = strField(b, &f, "whatWouldAuthorize", d.WhatWouldAuthorize)
+	b = boolField(b, &f, "failClosed", d.FailClosed)
+	b = append(key(b, &f, "trace"), '[')
 	for i := range d.Trace {
 		if i > 0 {
-			e.b = append(e.b, ',')
+			b = append(b, ',')
 		}
-		e.traceEntry(&d.Trace[i])
+		b = e.traceEntry(b, &d.Trace[i])
 	}
-	e.b = append(e.b, ']')
-	e.optStr(&f, "tool", d.Tool)
-	e.optStr(&f, "endpoint", string(d.Endpoint))
-	e.optStr(&f, "risk", string(d.Risk))
+	b = append(b, ']')
+	b = optStr(b, &f, "tool", d.Tool)
+	b = optStr(b, &f, "endpoint", string(d.Endpoint))
+	b = optStr(b, &f, "risk", string(d.Risk))
 	if s := d.Shadow; s != nil {
-		e.field(&f, "shadow")
 		sf := true
-		e.b = append(e.b, '{')
-		e.strField(&sf, "outcome", string(s.Outcome))
-		e.field(&sf, "permissionLevel")
-		e.level(s.PermissionLevel)
-		e.strField(&sf, "code", string(s.Code))
-		e.strField(&sf, "source", string(s.Source))
-		e.optStr(&sf, "sourceElement", s.SourceElement)
-		e.strField(&sf, "reason", s.Reason)
-		e.b = append(e.b, '}')
+		b = append(key(b, &f, "shadow"), '{')
+		b = strField(b, &sf, "outcome", string(s.Outcome))
+		b = e.level(key(b, &sf, "permissionLevel"), s.PermissionLevel)
+		b = strField(b, &sf, "code", string(s.Code))
+		b = strField(b, &sf, "source", string(s.Source))
+		b = optStr(b, &sf, "sourceElement", s.SourceElement)
+		b = strField(b, &sf, "reason", s.Reason)
+		b = append(b, '}')
 	}
 	if bs := d.Budget; bs != nil {
-		e.field(&f, "budget")
 		bf := true
-		e.b = append(e.b, '{')
-		e.strField(&bf, "name", bs.Name)
-		e.strField(&bf, "allows", bs.Allows)
-		e.field(&bf, "used")
-		e.amount(bs.Used)
-		e.field(&bf, "limit")
-		e.amount(bs.Limit)
-		e.field(&bf, "cost")
-		e.amount(bs.Cost)
-		e.field(&bf, "reopensAt")
-		e.time(bs.ReopensAt)
-		e.b = append(e.b, '}')
+		b = append(key(b, &f, "budget"), '{')
+		b = strField(b, &bf, "name", bs.Name)
+		b = strField(b, &bf, "allows", bs.Allows)
+		b = e.amount(key(b, &bf, "used"), bs.Used)
+		b = e.amount(key(b, &bf, "limit"), bs.Limit)
+		b = e.amount(key(b, &bf, "cost"), bs.Cost)
+		b = e.time(key(b, &bf, "reopensAt"), bs.ReopensAt)
+		b = append(b, '}')
 	}
-	e.b = append(e.b, '}')
+	return append(b, '}')
 }
 
-func (e *auditEncoder) traceEntry(t *TraceEntry) {
+func (e *auditEncoder) traceEntry(b []byte, t *TraceEntry) []byte {
 	f := true
-	e.b = append(e.b, '{')
-	e.strField(&f, "stage", t.Stage)
-	e.strField(&f, "result", t.Result)
+	b = append(b, '{')
+	b = strField(b, &f, "stage", t.Stage)
+	b = strField(b, &f, "result", t.Result)
 	if t.Level != LevelUnset {
-		e.field(&f, "level")
-		e.level(t.Level)
+		b = e.level(key(b, &f, "level"), t.Level)
 	}
 	if t.Decided {
-		e.boolField(&f, "decided", true)
+		b = boolField(b, &f, "decided", true)
 	}
 	if len(t.Facts) > 0 {
-		e.field(&f, "facts")
-		e.b = append(e.b, '[')
+		b = append(key(b, &f, "facts"), '[')
 		for i, fact := range t.Facts {
 			if i > 0 {
-				e.b = append(e.b, ',')
+				b = append(b, ',')
 			}
-			e.str(string(fact))
+			b = appendString(b, string(fact))
 		}
-		e.b = append(e.b, ']')
+		b = append(b, ']')
 	}
-	e.optStr(&f, "upstream", t.Upstream)
+	b = optStr(b, &f, "upstream", t.Upstream)
 	if t.Step != 0 {
-		e.intField(&f, "step", int64(t.Step))
+		b = intField(b, &f, "step", int64(t.Step))
 	}
-	e.b = append(e.b, '}')
+	return append(b, '}')
 }
 
-func (e *auditEncoder) validator(v *ValidatorRecord) {
+func (e *auditEncoder) validator(b []byte, v *ValidatorRecord) []byte {
 	f := true
-	e.b = append(e.b, '{')
-	e.strField(&f, "provider", v.Provider)
-	e.strField(&f, "model", v.Model)
-	e.strField(&f, "promptHash", v.PromptHash)
-	e.strField(&f, "verdict", v.Verdict)
-	e.field(&f, "confidence")
-	e.float(v.Confidence, 64)
-	e.intField(&f, "latencyNs", v.LatencyNS)
+	b = append(b, '{')
+	b = strField(b, &f, "provider", v.Provider)
+	b = strField(b, &f, "model", v.Model)
+	b = strField(b, &f, "promptHash", v.PromptHash)
+	b = strField(b, &f, "verdict", v.Verdict)
+	b = e.float(key(b, &f, "confidence"), v.Confidence, 64)
+	b = intField(b, &f, "latencyNs", v.LatencyNS)
 	if v.Cached {
-		e.boolField(&f, "cached", true)
+		b = boolField(b, &f, "cached", true)
 	}
 	if v.FailClosed {
-		e.boolField(&f, "failClosed", true)
+		b = boolField(b, &f, "failClosed", true)
 	}
 	if v.OverBudget {
-		e.boolField(&f, "overBudget", true)
+		b = boolField(b, &f, "overBudget", true)
 	}
-	e.b = append(e.b, '}')
+	return append(b, '}')
 }
 
 // level writes a level's name; a level that is not one of the four is an
 // error, as Level.MarshalText says.
-func (e *auditEncoder) level(l Level) {
+func (e *auditEncoder) level(b []byte, l Level) []byte {
 	if !l.Valid() {
 		e.fail("invalid permission level %d", uint8(l))
-		return
+		return b
 	}
-	e.b = append(e.b, '"')
-	e.b = append(e.b, levelNames[l]...)
-	e.b = append(e.b, '"')
+	b = append(b, '"')
+	b = append(b, levelNames[l]...)
+	return append(b, '"')
 }
 
 // amount writes an amount as Amount.MarshalJSON does.
-func (e *auditEncoder) amount(a Amount) {
+func (e *auditEncoder) amount(b []byte, a Amount) []byte {
 	s := a.String()
 	if !validJSONNumber(s) {
 		e.fail("amount %s is not a JSON number", s)
-		return
+		return b
 	}
-	e.b = append(e.b, s...)
+	return append(b, s...)
 }
 
 // time writes t as time.Time.MarshalJSON does: RFC 3339 with the
 // nanoseconds, an error for a year outside 0–9999.
-func (e *auditEncoder) time(t time.Time) {
-	e.b = append(e.b, '"')
-	b, err := t.AppendText(e.b)
+func (e *auditEncoder) time(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	out, err := t.AppendText(b)
 	if err != nil {
 		e.fail("%w", err)
-		return
+		return b
 	}
-	e.b = append(b, '"')
+	return append(out, '"')
 }
 
 // float writes f as encoding/json does: like ES6, without exponents
 // between 1e-6 and 1e21; NaN and the infinities are errors.
-func (e *auditEncoder) float(f float64, bits int) {
+func (e *auditEncoder) float(b []byte, f float64, bits int) []byte {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		e.fail("unsupported value: %s", strconv.FormatFloat(f, 'g', -1, bits))
-		return
+		return b
 	}
 	abs := math.Abs(f)
 	format := byte('f')
@@ -401,7 +377,7 @@ func (e *auditEncoder) float(f float64, bits int) {
 			format = 'e'
 		}
 	}
-	b := strconv.AppendFloat(e.b, f, format, -1, bits)
+	b = strconv.AppendFloat(b, f, format, -1, bits)
 	if format == 'e' {
 		// e-09 as e-9
 		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
@@ -409,29 +385,27 @@ func (e *auditEncoder) float(f float64, bits int) {
 			b = b[:n-1]
 		}
 	}
-	e.b = b
+	return b
 }
 
-func (e *auditEncoder) strings(ss []string) {
+func appendStrings(b []byte, ss []string) []byte {
 	if ss == nil {
-		e.raw("null")
-		return
+		return append(b, "null"...)
 	}
-	e.b = append(e.b, '[')
+	b = append(b, '[')
 	for i, s := range ss {
 		if i > 0 {
-			e.b = append(e.b, ',')
+			b = append(b, ',')
 		}
-		e.str(s)
+		b = appendString(b, s)
 	}
-	e.b = append(e.b, ']')
+	return append(b, ']')
 }
 
 // object writes a map with its keys sorted, as encoding/json does.
-func (e *auditEncoder) object(m map[string]any) {
+func (e *auditEncoder) object(b []byte, m map[string]any) []byte {
 	if m == nil {
-		e.raw("null")
-		return
+		return append(b, "null"...)
 	}
 	var small [16]string
 	keys := small[:0]
@@ -439,31 +413,30 @@ func (e *auditEncoder) object(m map[string]any) {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, strings.Compare)
-	e.b = append(e.b, '{')
+	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
-			e.b = append(e.b, ',')
+			b = append(b, ',')
 		}
-		e.str(k)
-		e.b = append(e.b, ':')
-		e.value(m[k])
+		b = appendString(b, k)
+		b = e.value(append(b, ':'), m[k])
 		if e.err != nil {
-			return
+			return b
 		}
 	}
-	e.b = append(e.b, '}')
+	return append(b, '}')
 }
 
 // value writes an argument value: the types a decoded request holds
 // (DecodeCall keeps numbers as json.Number) and Go's basic types here;
 // any other type a program put in a call's arguments through
 // encoding/json itself, as the canonical form is defined.
-func (e *auditEncoder) value(v any) {
+func (e *auditEncoder) value(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		e.raw("null")
+		return append(b, "null"...)
 	case string:
-		e.str(x)
+		return appendString(b, x)
 	case json.Number:
 		s := string(x)
 		if s == "" {
@@ -471,61 +444,69 @@ func (e *auditEncoder) value(v any) {
 		}
 		if !validJSONNumber(s) {
 			e.fail("invalid number literal %q", s)
-			return
+			return b
 		}
-		e.b = append(e.b, s...)
+		return append(b, s...)
 	case bool:
-		e.b = strconv.AppendBool(e.b, x)
+		return strconv.AppendBool(b, x)
 	case float64:
-		e.float(x, 64)
+		return e.float(b, x, 64)
 	case float32:
-		e.float(float64(x), 32)
+		return e.float(b, float64(x), 32)
 	case int:
-		e.b = strconv.AppendInt(e.b, int64(x), 10)
+		return strconv.AppendInt(b, int64(x), 10)
 	case int64:
-		e.b = strconv.AppendInt(e.b, x, 10)
+		return strconv.AppendInt(b, x, 10)
 	case int32:
-		e.b = strconv.AppendInt(e.b, int64(x), 10)
+		return strconv.AppendInt(b, int64(x), 10)
 	case uint64:
-		e.b = strconv.AppendUint(e.b, x, 10)
+		return strconv.AppendUint(b, x, 10)
 	case map[string]any:
-		e.object(x)
-	case []any:
-		if x == nil {
-			e.raw("null")
-			return
+		if e.depth >= maxArgsDepth {
+			return e.foreign(b, x)
 		}
-		e.b = append(e.b, '[')
+		e.depth++
+		b = e.object(b, x)
+		e.depth--
+		return b
+	case []any:
+		if e.depth >= maxArgsDepth {
+			return e.foreign(b, x)
+		}
+		if x == nil {
+			return append(b, "null"...)
+		}
+		e.depth++
+		b = append(b, '[')
 		for i, el := range x {
 			if i > 0 {
-				e.b = append(e.b, ',')
+				b = append(b, ',')
 			}
-			e.value(el)
+			b = e.value(b, el)
 			if e.err != nil {
-				return
+				return b
 			}
 		}
-		e.b = append(e.b, ']')
+		e.depth--
+		return append(b, ']')
 	case []string:
-		e.strings(x)
-	default:
-		e.foreign(v)
+		return appendStrings(b, x)
 	}
+	return e.foreign(b, v)
 }
 
 // foreign writes a value of a type the encoder does not know through
 // encoding/json, which defines the canonical form.
-func (e *auditEncoder) foreign(v any) {
-	var w sliceWriter
-	w.b = e.b
+func (e *auditEncoder) foreign(b []byte, v any) []byte {
+	w := sliceWriter{b: b}
 	enc := json.NewEncoder(&w)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		e.fail("%w", err)
-		return
+		return b
 	}
 	// Encode ends the value with a newline.
-	e.b = w.b[:len(w.b)-1]
+	return w.b[:len(w.b)-1]
 }
 
 type sliceWriter struct{ b []byte }
@@ -535,11 +516,11 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// str writes s as a JSON string as encoding/json does with HTML escaping
-// off: invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func (e *auditEncoder) str(s string) {
+// appendString writes s as a JSON string as encoding/json does with HTML
+// escaping off: invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
+func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
-	b := append(e.b, '"')
+	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -586,7 +567,7 @@ func (e *auditEncoder) str(s string) {
 		i += size
 	}
 	b = append(b, s[start:]...)
-	e.b = append(b, '"')
+	return append(b, '"')
 }
 
 // validJSONNumber reports whether s is a JSON number, by the grammar

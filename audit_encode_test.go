@@ -323,6 +323,28 @@ func TestEncodeAuditBodyMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// Arguments nested deeper than the encoder goes itself encode as
+// encoding/json encodes them, and a map that holds itself is an error,
+// not endless recursion.
+func TestEncodeAuditBodyDeepArguments(t *testing.T) {
+	deep := map[string]any{"leaf": json.Number("1")}
+	for i := range 3 * maxArgsDepth {
+		if i%2 == 0 {
+			deep = map[string]any{"m": deep, "s": "<&>"}
+		} else {
+			deep = map[string]any{"l": []any{deep, nil}}
+		}
+	}
+	if _, ok := checkEncoding(t, &AuditEvent{Request: &Call{Args: deep}}); !ok {
+		t.Fatal("deeply nested arguments did not encode")
+	}
+	cycle := map[string]any{}
+	cycle["self"] = []any{cycle}
+	if body, err := EncodeAuditBody(&AuditEvent{Request: &Call{Args: cycle}}); err == nil {
+		t.Fatalf("EncodeAuditBody of a map that holds itself = %.100s..., nil; want an error", body)
+	}
+}
+
 // FuzzEncodeAuditBody holds EncodeAuditBody to encoding/json on events
 // built from a seed, with the fuzzer's string among the hostile ones.
 func FuzzEncodeAuditBody(f *testing.F) {
