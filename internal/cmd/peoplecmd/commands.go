@@ -1,4 +1,10 @@
-package main
+// Package peoplecmd holds the people's commands: approval requests,
+// grants and danger-zone blocks.
+// They talk to a running gateway's approvals API (--gateway URL or
+// $PORTCULLIS_GATEWAY, with the human token) or, when no gateway is named,
+// to the store itself through a gate, which audits each action with who
+// did it: either is an approvals.Service.
+package peoplecmd
 
 import (
 	"cmp"
@@ -7,23 +13,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/approvals"
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 	"github.com/portcullis/portcullis/notify"
+	"github.com/portcullis/portcullis/server"
+	"github.com/portcullis/portcullis/state"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
-
-// The people's commands: approval requests, grants and danger-zone blocks.
-// They talk to a running gateway's approvals API (--gateway URL or
-// $PORTCULLIS_GATEWAY, with the human token) or, when no gateway is named,
-// to the store itself through a gate, which audits each action with who
-// did it: either is an approvals.Service.
 
 const peopleLong = `
 Without --gateway (or $PORTCULLIS_GATEWAY) the store of --state/--store is
@@ -31,12 +33,12 @@ used directly; with it, the gateway's approvals API with its human token.`
 
 // peopleFlags are the flags of the people's commands.
 type peopleFlags struct {
-	state                  stateFlags
+	state                  cmdutil.StateFlags
 	gateway, tokenFile, as string
 }
 
 func (p *peopleFlags) register(fs *pflag.FlagSet) {
-	p.state.register(fs)
+	p.state.Register(fs)
 	fs.StringVar(&p.gateway, "gateway", "", "a running gateway's `URL` (default $PORTCULLIS_GATEWAY); without one, the store is used directly")
 	fs.StringVar(&p.tokenFile, "token-file", "", "`file` holding the gateway's human token (default admin.token in the state directory)")
 	fs.StringVar(&p.as, "as", "", "who is acting, for the audit log (default the user running the command)")
@@ -46,20 +48,20 @@ func (p *peopleFlags) register(fs *pflag.FlagSet) {
 // approvals.ExitStatus says: the gateway's, as $USER, with the human
 // token; or the store's, through a gate, as the account running the
 // command.
-func (p *peopleFlags) do(cmd *cobra.Command, fn func(ctx context.Context, s approvals.Service, w io.Writer) error) error {
-	ctx, log := cmd.Context(), cliLogger(cmd.ErrOrStderr())
+func (p *peopleFlags) do(cmd *cobra.Command, env *cmdutil.Env, fn func(ctx context.Context, s approvals.Service, w io.Writer) error) error {
+	ctx, log := cmd.Context(), cmdutil.Logger(cmd.ErrOrStderr())
 	var s approvals.Service
-	if url := cmp.Or(p.gateway, strings.TrimSpace(os.Getenv("PORTCULLIS_GATEWAY"))); url != "" {
-		token, err := p.token()
+	if url := cmp.Or(p.gateway, strings.TrimSpace(env.Getenv("PORTCULLIS_GATEWAY"))); url != "" {
+		token, err := p.token(env)
 		if err != nil {
 			return err
 		}
-		name := cmp.Or(p.as, strings.TrimSpace(os.Getenv("USER")), strings.TrimPrefix(approvals.Account(), "cli:"))
+		name := cmp.Or(p.as, strings.TrimSpace(env.Getenv("USER")), strings.TrimPrefix(approvals.Account(), "cli:"))
 		if s, err = approvals.Remote(url, token, name); err != nil {
 			return err
 		}
 	} else {
-		st, err := p.state.open(ctx, log)
+		st, err := p.state.Open(ctx, env, log)
 		if err != nil {
 			return err
 		}
@@ -72,7 +74,7 @@ func (p *peopleFlags) do(cmd *cobra.Command, fn func(ctx context.Context, s appr
 	}
 	err := fn(ctx, s, cmd.OutOrStdout())
 	if code, msg, ok := approvals.ExitStatus(err); ok {
-		return &exitError{code: code, msg: msg}
+		return &cmdutil.ExitError{Code: code, Msg: msg}
 	}
 	return err
 }
@@ -80,22 +82,23 @@ func (p *peopleFlags) do(cmd *cobra.Command, fn func(ctx context.Context, s appr
 // token reads the human token: --token-file, else admin.token in the
 // state directory (which `portcullis serve` shares when it runs on this
 // machine).
-func (p *peopleFlags) token() (string, error) {
+func (p *peopleFlags) token(env *cmdutil.Env) (string, error) {
 	if p.tokenFile != "" {
 		return approvals.ReadToken(p.tokenFile)
 	}
-	dir, err := p.state.dir(false)
+	dir, err := p.state.Dir(env, false)
 	if err != nil {
 		return "", err
 	}
-	t, err := readSecret(dir, "admin.token")
+	t, err := state.ReadSecret(dir, "admin.token")
 	if err != nil {
-		return "", usageError("no human token for the gateway: %v (pass --token-file FILE, the gateway's admin.token)", err)
+		return "", cmdutil.UsageError("no human token for the gateway: %v (pass --token-file FILE, the gateway's admin.token)", err)
 	}
 	return t, nil
 }
 
-func newApprovalsCmd() *cobra.Command {
+// NewApprovalsCmd is `portcullis approvals`.
+func NewApprovalsCmd(env *cmdutil.Env) *cobra.Command {
 	var people peopleFlags
 	var o approvals.ListOptions
 	cmd := &cobra.Command{
@@ -106,9 +109,9 @@ func newApprovalsCmd() *cobra.Command {
   portcullis approvals apr_1`,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			if _, err := o.Filter(ids); err != nil {
-				return usageError("%v", err)
+				return cmdutil.UsageError("%v", err)
 			}
-			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+			return people.do(cmd, env, func(ctx context.Context, s approvals.Service, w io.Writer) error {
 				return approvals.List(ctx, s, o, ids, w)
 			})
 		},
@@ -125,7 +128,8 @@ func newApprovalsCmd() *cobra.Command {
 	return cmd
 }
 
-func newApproveCmd() *cobra.Command {
+// NewApproveCmd is `portcullis approve`.
+func NewApproveCmd(env *cmdutil.Env) *cobra.Command {
 	var people peopleFlags
 	var session bool
 	cmd := &cobra.Command{
@@ -135,9 +139,9 @@ func newApproveCmd() *cobra.Command {
 		Example: `  portcullis approve apr_1 --session`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError("approve takes one request ID (portcullis approvals lists them)")
+				return cmdutil.UsageError("approve takes one request ID (portcullis approvals lists them)")
 			}
-			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+			return people.do(cmd, env, func(ctx context.Context, s approvals.Service, w io.Writer) error {
 				return approvals.Approve(ctx, s, args[0], session, w)
 			})
 		},
@@ -147,7 +151,8 @@ func newApproveCmd() *cobra.Command {
 	return cmd
 }
 
-func newDenyCmd() *cobra.Command {
+// NewDenyCmd is `portcullis deny`.
+func NewDenyCmd(env *cmdutil.Env) *cobra.Command {
 	var people peopleFlags
 	var reason string
 	cmd := &cobra.Command{
@@ -157,12 +162,12 @@ func newDenyCmd() *cobra.Command {
 		Example: `  portcullis deny apr_1 --reason "not on the production database"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError("deny takes one request ID (portcullis approvals lists them)")
+				return cmdutil.UsageError("deny takes one request ID (portcullis approvals lists them)")
 			}
 			if strings.TrimSpace(reason) == "" {
-				return usageError("deny %s needs --reason TEXT: the agent is shown it", args[0])
+				return cmdutil.UsageError("deny %s needs --reason TEXT: the agent is shown it", args[0])
 			}
-			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+			return people.do(cmd, env, func(ctx context.Context, s approvals.Service, w io.Writer) error {
 				return approvals.Deny(ctx, s, args[0], reason, w)
 			})
 		},
@@ -172,7 +177,8 @@ func newDenyCmd() *cobra.Command {
 	return cmd
 }
 
-func newGrantsCmd() *cobra.Command {
+// NewGrantsCmd is `portcullis grants`.
+func NewGrantsCmd(env *cmdutil.Env) *cobra.Command {
 	var people peopleFlags
 	var session string
 	var asJSON bool
@@ -183,9 +189,9 @@ func newGrantsCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError("unknown grants command %q (want revoke)", args[0])
+				return cmdutil.UsageError("unknown grants command %q (want revoke)", args[0])
 			}
-			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+			return people.do(cmd, env, func(ctx context.Context, s approvals.Service, w io.Writer) error {
 				return approvals.ListGrants(ctx, s, session, asJSON, w)
 			})
 		},
@@ -201,9 +207,9 @@ func newGrantsCmd() *cobra.Command {
 		Example: `  portcullis grants revoke grt_1 grt_2`,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			if len(ids) == 0 {
-				return usageError("grants revoke takes one or more grant IDs (portcullis grants lists them)")
+				return cmdutil.UsageError("grants revoke takes one or more grant IDs (portcullis grants lists them)")
 			}
-			return people.do(cmd, func(ctx context.Context, s approvals.Service, w io.Writer) error {
+			return people.do(cmd, env, func(ctx context.Context, s approvals.Service, w io.Writer) error {
 				return approvals.Revoke(ctx, s, ids, w)
 			})
 		},
@@ -213,12 +219,12 @@ func newGrantsCmd() *cobra.Command {
 	return cmd
 }
 
-// newUnblockCmd clears danger-zone blocks: with the challenge's code, by a
+// NewUnblockCmd clears danger-zone blocks: with the challenge's code, by a
 // new code (--reissue), or as the administrator (--admin-token, for one
 // agent or --all).
-func newUnblockCmd() *cobra.Command {
-	var sf stateFlags
-	var nf notifyFlags
+func NewUnblockCmd(env *cmdutil.Env) *cobra.Command {
+	var sf cmdutil.StateFlags
+	var nf cmdutil.NotifyFlags
 	var challenge, code, adminToken string
 	var reissue, all, list bool
 	cmd := &cobra.Command{
@@ -232,54 +238,54 @@ clear as the administrator (--admin-token, --all), or list the blocked agents.`,
   portcullis unblock --all --admin-token "$(cat admin.token)"
   portcullis unblock --list`,
 		RunE: func(cmd *cobra.Command, pos []string) error {
-			if nf.set() && !reissue {
-				return usageError("--notify-* applies only with --reissue (where the new code is sent)")
+			if nf.Set() && !reissue {
+				return cmdutil.UsageError("--notify-* applies only with --reissue (where the new code is sent)")
 			}
-			log := cliLogger(cmd.ErrOrStderr())
+			log := cmdutil.Logger(cmd.ErrOrStderr())
 			// The new code of --reissue is printed here (a human channel:
 			// the shell classifier blocks agents from running this
 			// command) and sent to the channels of the --notify-* flags.
-			extra, cleanup, err := nf.notifier(log)
+			extra, cleanup, err := nf.Notifier(log)
 			if err != nil {
 				return err
 			}
 			defer cleanup()
-			return withStore(cmd, &sf, func(ctx context.Context, st portcullis.Store, stdout io.Writer) error {
+			return cmdutil.WithStore(cmd, env, &sf, func(ctx context.Context, st portcullis.Store, stdout io.Writer) error {
 				g, err := gate.New(&portcullis.Policy{Version: 1}, gate.WithStore(st), gate.WithNotifier(notify.Multi{notify.NewCommand(stdout), extra}), gate.WithLogger(log))
 				if err != nil {
 					return err
 				}
 				if adminToken != "" && !list {
-					dir, err := sf.dir(true)
+					dir, err := sf.Dir(env, true)
 					if err != nil {
 						return err
 					}
-					want, err := secretFile(dir, "admin.token")
+					want, err := server.SecretFile(dir, "admin.token")
 					if err != nil {
 						return fmt.Errorf("admin token: %w", err)
 					}
 					if subtle.ConstantTimeCompare([]byte(adminToken), []byte(want)) != 1 {
 						log.Warn("unblock refused", "severity", "HIGH", "type", "ADMIN_TOKEN_MISMATCH")
-						return &exitError{code: 1, msg: "wrong admin token"}
+						return &cmdutil.ExitError{Code: 1, Msg: "wrong admin token"}
 					}
 				}
 				blocks := &approvals.Blocks{Store: st, Gate: g, By: approvals.Account()}
 				err = blocks.Do(ctx, approvals.UnblockRequest{Agents: pos, List: list, Admin: adminToken != "", All: all, Reissue: reissue, Challenge: challenge, Code: code}, stdout)
 				if re := (*approvals.RefusedError)(nil); errors.As(err, &re) {
-					return &exitError{code: 1, msg: err.Error()}
+					return &cmdutil.ExitError{Code: 1, Msg: err.Error()}
 				}
 				return err
 			})
 		},
 	}
 	fs := cmd.Flags()
-	sf.register(fs)
+	sf.Register(fs)
 	fs.StringVar(&challenge, "challenge", "", "the challenge `id` the agent was given")
 	fs.StringVar(&code, "code", "", "the verification `code` shown on a human channel")
 	fs.BoolVar(&reissue, "reissue", false, "replace a lost or expired code; the new one is printed here")
 	fs.StringVar(&adminToken, "admin-token", "", "clear without a code, as the administrator (the token is in admin.token in the state directory)")
 	fs.BoolVar(&all, "all", false, "with --admin-token: clear every block")
 	fs.BoolVar(&list, "list", false, "list the blocked agents")
-	nf.register(fs)
+	nf.Register(fs)
 	return cmd
 }

@@ -1,17 +1,18 @@
-package main
+package setupcmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/portcullis/portcullis/hostconfig"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 	"github.com/spf13/cobra"
 )
 
-// newDoctorCmd is `portcullis doctor`: is each installed client protected?
-func newDoctorCmd() *cobra.Command {
+// NewDoctorCmd is `portcullis doctor`: is each installed client protected?
+func NewDoctorCmd(env *cmdutil.Env) *cobra.Command {
 	var dir string
 	var asJSON, trustProject bool
 	c := &cobra.Command{
@@ -42,11 +43,11 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 		ValidArgs: hostconfig.ClientNames(),
 		Args:      cobra.OnlyValidArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := hostconfig.FromOS()
+			hosts, err := env.Hosts()
 			if err != nil {
 				return err
 			}
-			project, err := filepath.Abs(firstNonEmpty(dir, "."))
+			project, err := env.Abs(cmp.Or(dir, "."))
 			if err != nil {
 				return err
 			}
@@ -54,7 +55,7 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 			for _, a := range args { // cobra.OnlyValidArgs: each names a client
 				only = append(only, hostconfig.Client(a))
 			}
-			return doctorReport(cmd.Context(), cmd.OutOrStdout(), env, project, only, asJSON, hostconfig.Probes{Project: trustProject})
+			return doctorReport(cmd.Context(), cmd.OutOrStdout(), hosts, project, only, asJSON, hostconfig.Probes{Project: trustProject})
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "the project `directory` whose settings are checked too (default: the current one)")
@@ -65,13 +66,23 @@ Exit status: 0 when everything found is protected (or nothing is installed),
 
 // doctorReport checks the clients and prints what it found; an error
 // with exit status 1 when anything found is not protected.
-func doctorReport(ctx context.Context, w io.Writer, env hostconfig.Env, project string, only []hostconfig.Client, asJSON bool, probes hostconfig.Probes) error {
-	bad, total, err := env.Report(ctx, w, project, only, asJSON, probes)
+func doctorReport(ctx context.Context, w io.Writer, hosts hostconfig.Env, project string, only []hostconfig.Client, asJSON bool, probes hostconfig.Probes) error {
+	bad, total, err := hosts.Report(ctx, w, project, only, asJSON, probes)
 	if err != nil {
 		return err
 	}
 	if bad > 0 {
-		return &exitError{code: 1, msg: fmt.Sprintf("doctor: %d of %d not protected", bad, total)}
+		return &cmdutil.ExitError{Code: 1, Msg: fmt.Sprintf("doctor: %d of %d not protected", bad, total)}
 	}
 	return nil
+}
+
+// installBinary is the binary a client is told to run (hostconfig's
+// Env.Binary): --binary, else this one, refused when it will not last.
+func installBinary(hosts hostconfig.Env, flagValue string) (string, error) {
+	exe, err := hosts.Binary(flagValue)
+	if err != nil {
+		return "", cmdutil.UsageError("%v", err)
+	}
+	return exe, nil
 }

@@ -1,31 +1,30 @@
-package main
+// Package gatecmd holds the commands that gate one agent's calls: hook
+// (and hook install), exec and mcp. Their work is in packages hook,
+// hostconfig, shellgate and server.
+package gatecmd
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/portcullis/portcullis/hook"
-	"github.com/portcullis/portcullis/internal/cli"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 	"github.com/portcullis/portcullis/server"
 	"github.com/portcullis/portcullis/shellgate"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
-
-// The commands that gate one agent's calls: hook, exec and mcp. The
-// gateway's own commands (serve, tools, bench, version) are in
-// commands_serve.go.
 
 type hookOptions struct {
 	hook.Options                    // Agent, Hold, MaxWait, Timeout and MCPNames are flags
 	policy, gateway, tokenFile, log string
-	state                           stateFlags
-	notify                          notifyFlags
+	state                           cmdutil.StateFlags
+	notify                          cmdutil.NotifyFlags
 	deferMCP                        []string
 }
 
-func newHookCmd() *cobra.Command {
+// NewHookCmd is `portcullis hook` and its subcommands.
+func NewHookCmd(env *cmdutil.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hook HOST [flags] < event.json",
 		Short: "A host's tool hook (" + hook.HostNames() + "): the event on stdin, the answer on stdout",
@@ -39,19 +38,19 @@ host's settings.`,
 			if len(args) == 0 {
 				cmd.SetOut(cmd.ErrOrStderr())
 				_ = cmd.Usage()
-				return usageError("hook needs the host: %s", hook.HostNames())
+				return cmdutil.UsageError("hook needs the host: %s", hook.HostNames())
 			}
 			msg := fmt.Sprintf("unknown hook host %q (want %s, or install)", args[0], hook.HostNames())
-			if s := cli.Suggestions(cmd, args[0]); len(s) > 0 {
+			if s := cmdutil.Suggestions(cmd, args[0]); len(s) > 0 {
 				msg += "; did you mean " + s[0] + "?"
 			}
-			return usageError("%s", msg)
+			return cmdutil.UsageError("%s", msg)
 		},
 	}
 	for _, h := range hook.Hosts {
-		cmd.AddCommand(newHookHostCmd(h))
+		cmd.AddCommand(newHookHostCmd(env, h))
 	}
-	cmd.AddCommand(newHookInstallCmd())
+	cmd.AddCommand(newHookInstallCmd(env))
 	return cmd
 }
 
@@ -60,10 +59,10 @@ host's settings.`,
 // store that does not open, a gateway that does not answer — is answered
 // with a deny and exit status 2, never with exit status 1 (which Claude
 // Code takes as "go ahead").
-func newHookHostCmd(host hook.Host) *cobra.Command {
+func newHookHostCmd(env *cmdutil.Env, host hook.Host) *cobra.Command {
 	// The hook opens the store for one decision, per tool call: it skips
 	// SQLite's whole-file check (seconds on a large audit log).
-	o := hookOptions{state: stateFlags{perCall: true}}
+	o := hookOptions{state: cmdutil.StateFlags{PerCall: true}}
 	cmd := &cobra.Command{
 		Use:   host.Name() + " [flags] < event.json",
 		Short: "The hook of " + host.Name(),
@@ -71,7 +70,7 @@ func newHookHostCmd(host hook.Host) *cobra.Command {
 format. A failure of any kind answers deny with exit status 2.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runHook(cmd.Context(), host, &o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runHook(cmd.Context(), env, host, &o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -79,7 +78,7 @@ format. A failure of any kind answers deny with exit status 2.`,
 	})
 	fs := cmd.Flags()
 	fs.StringVar(&o.policy, "policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	o.state.register(fs)
+	o.state.Register(fs)
 	fs.StringVar(&o.gateway, "gateway", "", "decide through a running gateway's POST /v1/decide at this `URL` (http://127.0.0.1:8470; default $PORTCULLIS_GATEWAY) instead of opening the store")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` holding the gateway's agent token (default $PORTCULLIS_AGENT_TOKEN, or the file $PORTCULLIS_AGENT_TOKEN_FILE)")
 	fs.StringVar(&o.Agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else the host's name)")
@@ -89,20 +88,21 @@ format. A failure of any kind answers deny with exit status 2.`,
 	fs.StringVar((*string)(&o.MCPNames), "mcp-names", string(hook.MCPToolName), "decide an MCP tool mcp__server__tool under its `name`: tool or full")
 	fs.StringVar(&o.log, "log", "", "append logs to this `file` instead of stderr")
 	fs.StringArrayVar(&o.deferMCP, "defer-mcp", nil, "leave calls of this MCP `server`'s tools (mcp__SERVER__*) to the `portcullis mcp` wrapper that every definition of the server in Claude Code's MCP configuration runs it through (repeatable; claude-code only)")
-	o.notify.register(fs)
+	o.notify.Register(fs)
 	return cmd
 }
 
 type execOptions struct {
 	shellgate.Request    // Agent and Session are flags
 	policy, script, tool string
-	state                stateFlags
-	notify               notifyFlags
+	state                cmdutil.StateFlags
+	notify               cmdutil.NotifyFlags
 	noWait               bool
 }
 
-func newExecCmd() *cobra.Command {
-	o := execOptions{state: stateFlags{perCall: true}} // one decision per process
+// NewExecCmd is `portcullis exec`.
+func NewExecCmd(env *cmdutil.Env) *cobra.Command {
+	o := execOptions{state: cmdutil.StateFlags{PerCall: true}} // one decision per process
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARGS...]",
 		Short: "Decide a shell command, wait for a person if one must approve it, run it",
@@ -120,8 +120,8 @@ exec --shell [-l] -c 'COMMANDS', with everything else from the environment.`,
 		Example: `  portcullis exec -- rm -rf build
   portcullis exec --no-wait -c 'make clean && make'`,
 		Annotations: map[string]string{
-			cli.FlagsFirst: "yes",
-			cli.OwnParser:  "--shell",
+			cmdutil.FlagsFirst: "yes",
+			cmdutil.OwnParser:  "--shell",
 		},
 		// exec parses its own command line: a shell's (--shell) is not a
 		// flag set's, and the command's flags are the command's.
@@ -131,19 +131,19 @@ exec --shell [-l] -c 'COMMANDS', with everything else from the environment.`,
 			if err != nil || spec == nil {
 				return err
 			}
-			return runExec(cmd.Context(), &o, *spec, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runExec(cmd.Context(), env, &o, *spec, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.policy, "policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	o.state.register(fs)
-	o.notify.register(fs)
+	o.state.Register(fs)
+	o.notify.Register(fs)
 	fs.StringVarP(&o.script, "command", "c", "", "run these shell `commands` with the real shell (as sh -c does)")
 	fs.StringVar(&o.tool, "tool", "", "the policy's shell `tool` to decide under (default: the first tool with shellArg)")
 	fs.StringVar(&o.Agent, "agent", "", "the agent `identity` (default $PORTCULLIS_AGENT, else shell)")
 	fs.StringVar(&o.Session, "session", "", "the session `id` grants are scoped to (default $PORTCULLIS_SESSION)")
 	fs.BoolVar(&o.noWait, "no-wait", false, "do not wait for a person: a command that needs one exits 126 at once")
-	aliasFlag(fs, "c", "command")
+	cmdutil.AliasFlag(fs, "c", "command")
 	fs.SetInterspersed(false)
 	return cmd
 }
@@ -157,7 +157,7 @@ func execCommandLine(cmd *cobra.Command, o *execOptions, args []string) (*shellg
 		s, err := shellgate.ParseShellArgs(args[1:])
 		if err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", shellgate.ShellName, err)
-			return nil, &exitError{code: 2}
+			return nil, &cmdutil.ExitError{Code: 2}
 		}
 		return &s, nil
 	}
@@ -166,7 +166,7 @@ func execCommandLine(cmd *cobra.Command, o *execOptions, args []string) (*shellg
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, cmd.Help()
 		}
-		return nil, flagError(cmd, err)
+		return nil, cmdutil.FlagError(cmd, err)
 	}
 	if help, _ := fs.GetBool("help"); help {
 		return nil, cmd.Help()
@@ -175,11 +175,11 @@ func execCommandLine(cmd *cobra.Command, o *execOptions, args []string) (*shellg
 	c := fs.Changed("command")
 	switch {
 	case c && len(pos) > 0:
-		return nil, usageError("exec: give shell commands with -c, or a program after --, not both")
+		return nil, cmdutil.UsageError("exec: give shell commands with -c, or a program after --, not both")
 	case c:
 		return &shellgate.Spec{Script: o.script, Shell: true}, nil
 	case len(pos) == 0:
-		return nil, usageError("exec needs a command: portcullis exec -- COMMAND [ARGS...] or portcullis exec -c 'COMMANDS'")
+		return nil, cmdutil.UsageError("exec needs a command: portcullis exec -- COMMAND [ARGS...] or portcullis exec -c 'COMMANDS'")
 	}
 	return &shellgate.Spec{Argv: pos}, nil
 }
@@ -189,13 +189,14 @@ type mcpOptions struct {
 	// TrustAnnotations are flags.
 	server.WrapperOptions
 	policy, log string
-	obs         obsFlags
-	state       stateFlags
-	notify      notifyFlags
-	witness     witnessFlags
+	obs         cmdutil.ObsFlags
+	state       cmdutil.StateFlags
+	notify      cmdutil.NotifyFlags
+	witness     cmdutil.WitnessFlags
 }
 
-func newMCPCmd() *cobra.Command {
+// NewMCPCmd is `portcullis mcp`.
+func NewMCPCmd(env *cmdutil.Env) *cobra.Command {
 	var o mcpOptions
 	cmd := &cobra.Command{
 		Use:   "mcp [flags] -- SERVER [ARGS...]",
@@ -206,7 +207,7 @@ server's command line, flags and all.`,
 		Example: `  portcullis mcp --policy policy.yaml -- npx -y @modelcontextprotocol/server-filesystem ~/work`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMCP(cmd.Context(), &o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runMCP(cmd.Context(), env, &o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -218,9 +219,9 @@ server's command line, flags and all.`,
 	fs.BoolVar(&o.UserPresent, "user-present", false, "tell the contextual validator a person is at the keyboard")
 	fs.BoolVar(&o.TrustAnnotations, "trust-annotations", false, "let the server's MCP tool annotations classify the tools the policy does not name (readOnlyHint → READ, auto-approved); by default they only make a tool stricter")
 	fs.StringVar(&o.log, "log", "", "append logs to this `file` instead of stderr")
-	o.obs.register(fs, true)
-	o.state.register(fs)
-	o.notify.register(fs)
-	o.witness.register(fs)
+	o.obs.Register(fs, true)
+	o.state.Register(fs)
+	o.notify.Register(fs)
+	o.witness.Register(fs)
 	return cmd
 }

@@ -1,8 +1,9 @@
-package main
+package gatecmd
 
 import (
 	"github.com/portcullis/portcullis/hook"
 	"github.com/portcullis/portcullis/hostconfig"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 	"github.com/spf13/cobra"
 )
 
@@ -12,7 +13,7 @@ import (
 // the user, Codex's for the user, with its trust, Copilot CLI's for the
 // user (the default) or the project. It refuses a binary that will not last (the
 // Go build cache, `go run`'s directories, a temporary directory).
-func newHookInstallCmd() *cobra.Command {
+func newHookInstallCmd(env *cmdutil.Env) *cobra.Command {
 	var project, user, hold bool
 	var dir, policyFlag, state, binary string
 	var deferMCP []string
@@ -44,16 +45,16 @@ starter policy too.`,
 				err = req.Check()
 			}
 			if err == nil {
-				req.Policy, err = policyPath(policyFlag)
+				req.Policy, err = cmdutil.PolicyPath(env, policyFlag)
 			}
-			var env hostconfig.Env
+			var hosts hostconfig.Env
 			if err == nil {
-				env, err = hostconfig.FromOS()
+				hosts, err = env.Hosts()
 			}
 			if err != nil {
 				return err
 			}
-			res, err := env.InstallHookFor(req)
+			res, err := hosts.InstallHookFor(req)
 			if err != nil {
 				return err
 			}
@@ -73,22 +74,12 @@ starter policy too.`,
 	return c
 }
 
-// installBinary is the binary a client is told to run (hostconfig's
-// Env.Binary): --binary, else this one, refused when it will not last.
-func installBinary(env hostconfig.Env, flagValue string) (string, error) {
-	exe, err := env.Binary(flagValue)
-	if err != nil {
-		return "", usageError("%v", err)
-	}
-	return exe, nil
-}
-
 // deferMCPFlag reads --defer-mcp: repeatable, each a comma-separated list
 // of MCP server names.
 func deferMCPFlag(values []string) ([]string, error) {
 	servers, err := hook.MCPServerNames(values)
 	if err != nil {
-		return nil, usageError("--defer-mcp: %v", err)
+		return nil, cmdutil.UsageError("--defer-mcp: %v", err)
 	}
 	return servers, nil
 }

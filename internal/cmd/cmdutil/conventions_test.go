@@ -1,4 +1,4 @@
-package cli_test
+package cmdutil_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/portcullis/portcullis/internal/cli"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 )
 
 // tree is a small command tree with the shapes the conventions care
@@ -26,7 +26,7 @@ func tree() *cobra.Command {
 	tail.Flags().Bool("json", false, "")
 	audit := &cobra.Command{Use: "audit"}
 	audit.AddCommand(tail)
-	exec := &cobra.Command{Use: "exec", Run: noop, Annotations: map[string]string{cli.FlagsFirst: "yes", cli.OwnParser: "--shell"}}
+	exec := &cobra.Command{Use: "exec", Run: noop, Annotations: map[string]string{cmdutil.FlagsFirst: "yes", cmdutil.OwnParser: "--shell"}}
 	exec.Flags().String("policy", "", "")
 	exec.Flags().Bool("no-wait", false, "")
 	exec.Flags().StringP("command", "c", "", "")
@@ -51,7 +51,7 @@ func TestSingleDashLongFlags(t *testing.T) {
 		{[]string{"exec", "--shell", "-l", "-c", "-policy"}, []string{"exec", "--shell", "-l", "-c", "-policy"}},
 		{[]string{"frobnicate", "-policy"}, []string{"frobnicate", "-policy"}},
 	} {
-		if got := cli.SingleDashLongFlags(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+		if got := cmdutil.SingleDashLongFlags(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("SingleDashLongFlags(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
@@ -59,24 +59,24 @@ func TestSingleDashLongFlags(t *testing.T) {
 
 func TestSuggestions(t *testing.T) {
 	root := tree()
-	if got := cli.Suggestions(root, "aprove"); strings.Join(got, ",") != "approve" {
+	if got := cmdutil.Suggestions(root, "aprove"); strings.Join(got, ",") != "approve" {
 		t.Errorf("Suggestions(aprove) = %q; want approve", got)
 	}
-	msg := cli.UnknownCommand(root, "aprove")
+	msg := cmdutil.UnknownCommandMessage(root, "aprove")
 	for _, want := range []string{`unknown command "aprove" for "tool"`, "Did you mean this?\n\tapprove\n", "Run 'tool --help' for usage."} {
 		if !strings.Contains(msg, want) {
-			t.Errorf("UnknownCommand: %q lacks %q", msg, want)
+			t.Errorf("UnknownCommandMessage: %q lacks %q", msg, want)
 		}
 	}
-	if msg := cli.UnknownCommand(root, "zzzzzz"); strings.Contains(msg, "Did you mean") {
-		t.Errorf("UnknownCommand(zzzzzz) = %q; want no suggestion", msg)
+	if msg := cmdutil.UnknownCommandMessage(root, "zzzzzz"); strings.Contains(msg, "Did you mean") {
+		t.Errorf("UnknownCommandMessage(zzzzzz) = %q; want no suggestion", msg)
 	}
 
 	approvals, _, err := root.Find([]string{"approvals"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cli.FlagSuggestions(approvals, "wat"); strings.Join(got, ",") != "watch" {
+	if got := cmdutil.FlagSuggestions(approvals, "wat"); strings.Join(got, ",") != "watch" {
 		t.Errorf("FlagSuggestions(wat) = %q; want watch", got)
 	}
 	err = approvals.ParseFlags([]string{"--wach"})
@@ -84,10 +84,10 @@ func TestSuggestions(t *testing.T) {
 	if !errors.As(err, &ne) {
 		t.Fatalf("ParseFlags(--wach) = %v; want a NotExistError", err)
 	}
-	msg = cli.FlagError(approvals, err)
+	msg = cmdutil.FlagErrorMessage(approvals, err)
 	for _, want := range []string{"unknown flag: --wach", "Did you mean this?\n\t--watch\n", "Run 'tool approvals --help' for usage."} {
 		if !strings.Contains(msg, want) {
-			t.Errorf("FlagError: %q lacks %q", msg, want)
+			t.Errorf("FlagErrorMessage: %q lacks %q", msg, want)
 		}
 	}
 }

@@ -1,9 +1,10 @@
-// Package cli holds the conventions of Portcullis's command line on top of
-// spf13/cobra: the names a mistyped command or flag may have meant, and
-// the single-dash long flags (-policy FILE) that earlier versions, which
-// parsed flags with the standard library, took. It reads nothing of the
-// process: the command tree and the arguments are given.
-package cli
+package cmdutil
+
+// The conventions of Portcullis's command line on top of spf13/cobra: the
+// names a mistyped command or flag may have meant, and the single-dash
+// long flags (-policy FILE) that earlier versions, which parsed flags with
+// the standard library, took. They read nothing of the process: the
+// command tree and the arguments are given.
 
 import (
 	"errors"
@@ -25,9 +26,9 @@ const (
 	OwnParser = "portcullis/own-parser"
 )
 
-// UnknownCommand is the message for a command cmd does not have, with the
+// UnknownCommandMessage is the message for a command cmd does not have, with the
 // names it may have meant.
-func UnknownCommand(cmd *cobra.Command, name string) string {
+func UnknownCommandMessage(cmd *cobra.Command, name string) string {
 	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
 	if s := Suggestions(cmd, name); len(s) > 0 {
 		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
@@ -35,9 +36,9 @@ func UnknownCommand(cmd *cobra.Command, name string) string {
 	return fmt.Sprintf("%s\nRun '%s --help' for usage.", msg, cmd.CommandPath())
 }
 
-// FlagError is the message for a flag the command line got wrong, naming
+// FlagErrorMessage is the message for a flag the command line got wrong, naming
 // the flags an unknown one may have meant.
-func FlagError(cmd *cobra.Command, err error) string {
+func FlagErrorMessage(cmd *cobra.Command, err error) string {
 	msg := err.Error()
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) && ne.GetSpecifiedShortnames() == "" {

@@ -1,23 +1,31 @@
-package main
+// Package servecmd holds the gateway's commands: serve, tools (its pinned
+// MCP tools), bench (load through a running gateway) and witness (a
+// reference audit witness). Their work is in packages server, approvals,
+// loadgen and witness.
+package servecmd
 
 import (
+	"fmt"
+	"net"
+	"os"
 	"time"
 
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 	"github.com/portcullis/portcullis/loadgen"
+	"github.com/portcullis/portcullis/server"
+	"github.com/portcullis/portcullis/witness"
 	"github.com/spf13/cobra"
 )
-
-// The gateway's commands: serve, tools (its pinned MCP tools), bench (load
-// through a running gateway), and version.
 
 type serveOptions struct {
 	config      string
 	configGiven bool
 	listen      string
-	obs         obsFlags
+	obs         cmdutil.ObsFlags
 }
 
-func newServeCmd() *cobra.Command {
+// NewServeCmd is `portcullis serve`.
+func NewServeCmd(env *cmdutil.Env) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--listen HOST:PORT]",
@@ -29,26 +37,27 @@ See portcullis.example.yaml for the configuration.`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.configGiven = cmd.Flags().Changed("config")
-			return runServe(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runServe(cmd.Context(), env, &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.config, "config", "portcullis.yaml", "gateway configuration `file`")
 	fs.StringVar(&o.listen, "listen", "", "listen `address` HOST:PORT (overrides the configuration)")
-	o.obs.register(fs, false)
+	o.obs.Register(fs, false)
 	return cmd
 }
 
 type toolsOptions struct {
-	state   stateFlags
+	state   cmdutil.StateFlags
 	changed bool
 	as      string
 }
 
-func newToolsCmd() *cobra.Command {
+// NewToolsCmd is `portcullis tools`.
+func NewToolsCmd(env *cmdutil.Env) *cobra.Command {
 	var o toolsOptions
 	run := func(cmd *cobra.Command, pos []string) error {
-		return runTools(cmd.Context(), &o, pos, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		return runTools(cmd.Context(), env, &o, pos, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	cmd := &cobra.Command{
 		Use:   "tools [--changed]",
@@ -59,7 +68,7 @@ changes, or a new tool, is held until a person accepts it (tools accept).`,
 		RunE: run,
 	}
 	fs := cmd.Flags()
-	o.state.register(fs)
+	o.state.Register(fs)
 	fs.BoolVar(&o.changed, "changed", false, "list only tools whose definition changed and waits for a person")
 	accept := &cobra.Command{
 		Use:     "accept UPSTREAM TOOL [--as NAME]",
@@ -71,13 +80,13 @@ changes, or a new tool, is held until a person accepts it (tools accept).`,
 		},
 	}
 	accept.Flags().StringVar(&o.as, "as", "", "who accepts (default $USER), recorded in the audit log")
-	o.state.register(accept.Flags())
+	o.state.Register(accept.Flags())
 	cmd.AddCommand(accept)
 	return cmd
 }
 
 type benchOptions struct {
-	state          stateFlags
+	state          cmdutil.StateFlags
 	cfg            loadgen.Config
 	tokenFile      string
 	humanTokenFile string
@@ -87,7 +96,8 @@ type benchOptions struct {
 	json           bool
 }
 
-func newBenchCmd() *cobra.Command {
+// NewBenchCmd is `portcullis bench`.
+func NewBenchCmd(env *cmdutil.Env) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench --token-file AGENT.token [flags]",
@@ -98,11 +108,11 @@ token itself in $PORTCULLIS_AGENT_TOKEN.`,
 		Example: `  portcullis bench --gateway http://127.0.0.1:8470 --token-file agent.token --sessions 32 --duration 1m`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runBench(cmd.Context(), env, &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
-	o.state.register(fs)
+	o.state.Register(fs)
 	fs.StringVar(&o.cfg.BaseURL, "gateway", "", "the gateway's `URL` (default $PORTCULLIS_GATEWAY, else http://127.0.0.1:8470)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` holding an agent's token (required unless $PORTCULLIS_AGENT_TOKEN holds the token itself)")
 	fs.StringVar(&o.humanTokenFile, "human-token-file", "", "`file` holding the human token that approves writes (default admin.token in the state directory)")
@@ -126,16 +136,43 @@ token itself in $PORTCULLIS_AGENT_TOKEN.`,
 	return cmd
 }
 
-func newVersionCmd() *cobra.Command {
-	var asJSON bool
+// NewWitnessCmd is `portcullis witness`.
+func NewWitnessCmd(env *cmdutil.Env) *cobra.Command {
+	return cmdutil.GroupCmd("witness", "A reference audit witness", `A reference audit witness: keeps the audit heads gateways publish
+(--witness of serve and mcp) append-only over HTTP.`, newWitnessServeCmd(env))
+}
+
+func newWitnessServeCmd(env *cmdutil.Env) *cobra.Command {
+	var dir, listen, tokenFile string
 	cmd := &cobra.Command{
-		Use:   "version [--json]",
-		Short: "The version, commit and build date",
-		Args:  cobra.ArbitraryArgs,
+		Use:     "serve --dir DIR [--listen ADDR] [--token-file FILE]",
+		Short:   "Keep published heads append-only over HTTP",
+		Example: `  portcullis witness serve --dir /var/lib/portcullis-witness --token-file witness.token`,
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVersion(asJSON, args, cmd.OutOrStdout())
+			if err := cmdutil.NoArgs(cmd, args); err != nil {
+				return err
+			}
+			if dir == "" {
+				return cmdutil.UsageError("witness serve needs --dir")
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("witness directory: %w", err)
+			}
+			tok, err := server.WitnessToken(tokenFile, "")
+			if err != nil {
+				return cmdutil.UsageError("--token-file: %v", err)
+			}
+			s := &witness.Server{Dir: dir, Token: tok, Logger: cmdutil.Logger(cmd.ErrOrStderr())}
+			return s.ListenAndServe(cmd.Context(), listen, func(a net.Addr) {
+				fmt.Fprintf(cmd.OutOrStdout(), "portcullis: witness on http://%s/heads/NAME, heads kept in %s\n", a, dir)
+			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the build information as one JSON object")
+	fs := cmd.Flags()
+	fs.StringVar(&dir, "dir", "", "keep the heads in this `directory`, NAME.jsonl for each gateway (required)")
+	fs.StringVar(&listen, "listen", "127.0.0.1:8480", "listen on this `address`")
+	fs.StringVar(&tokenFile, "token-file", "", "require this bearer token (read from `file`) on every request")
+	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }

@@ -1,4 +1,7 @@
-package main
+// Package decidecmd holds the commands that decide requests: decide,
+// explain and classify. Their work is in packages gate and shell; here are
+// their flags, the one call each makes and its exit status.
+package decidecmd
 
 import (
 	"encoding/json"
@@ -6,24 +9,20 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/internal/cli"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
+	"github.com/spf13/cobra"
 )
-
-// The commands that decide requests: decide, explain and classify. Their
-// work is in packages gate and shell; here are their flags, the one call
-// each makes and its exit status.
 
 type decideOptions struct {
 	policy string
-	state  stateFlags
-	notify notifyFlags
+	state  cmdutil.StateFlags
+	notify cmdutil.NotifyFlags
 }
 
-func newDecideCmd() *cobra.Command {
+// NewDecideCmd is `portcullis decide`.
+func NewDecideCmd(env *cmdutil.Env) *cobra.Command {
 	var o decideOptions
 	cmd := &cobra.Command{
 		Use:   "decide [flags] < requests.jsonl",
@@ -36,17 +35,18 @@ stops the run with exit status 2 and a message naming the line.`,
 		Example: `  portcullis decide --policy policy.yaml < requests.jsonl`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDecide(cmd.Context(), &o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runDecide(cmd.Context(), env, &o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.policy, "policy", "", "policy `file` (default $PORTCULLIS_POLICY, else the built-in default policy)")
-	o.state.register(fs)
-	o.notify.register(fs)
+	o.state.Register(fs)
+	o.notify.Register(fs)
 	return cmd
 }
 
-func newExplainCmd() *cobra.Command {
+// NewExplainCmd is `portcullis explain`.
+func NewExplainCmd(env *cmdutil.Env) *cobra.Command {
 	var policyFlag string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -60,7 +60,7 @@ Nothing is recorded.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError(`explain takes one request, e.g. portcullis explain --policy policy.yaml '{"tool": "delete_element"}'`)
+				return cmdutil.UsageError(`explain takes one request, e.g. portcullis explain --policy policy.yaml '{"tool": "delete_element"}'`)
 			}
 			raw := []byte(args[0])
 			if args[0] == "-" {
@@ -71,20 +71,20 @@ Nothing is recorded.`,
 			}
 			call, err := portcullis.DecodeCall(raw)
 			if err != nil {
-				return usageError("request: %v", err)
+				return cmdutil.UsageError("request: %v", err)
 			}
-			path, err := policyPath(policyFlag)
+			path, err := cmdutil.PolicyPath(env, policyFlag)
 			if err != nil {
 				return err
 			}
-			g, err := loadGate(path, cmd.ErrOrStderr())
+			g, err := loadGate(env, path, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			// Explain decides without side effects.
 			d, err := g.Explain(cmd.Context(), call)
 			if err != nil {
-				return usageError("request: %v", err)
+				return cmdutil.UsageError("request: %v", err)
 			}
 			if !asJSON {
 				return gate.WriteExplanation(cmd.OutOrStdout(), call, d)
@@ -101,11 +101,12 @@ Nothing is recorded.`,
 	return cmd
 }
 
-func newClassifyCmd() *cobra.Command {
+// NewClassifyCmd is `portcullis classify`.
+func NewClassifyCmd(env *cmdutil.Env) *cobra.Command {
 	var policyFlag string
 	cmd := &cobra.Command{
 		Use:         "classify [--policy FILE] [-- COMMAND WORDS...]",
-		Annotations: map[string]string{cli.FlagsFirst: "yes"},
+		Annotations: map[string]string{cmdutil.FlagsFirst: "yes"},
 		Short:       "Classify a shell command without running it",
 		Long: `Classify a shell command without running it: the words after -- as one
 command, or else one {"command": "..."} JSON object per line of stdin. One
@@ -117,12 +118,12 @@ classification JSON line is printed per command.`,
 			// The words after -- are the command; nothing may stand before it.
 			dashAt := cmd.ArgsLenAtDash()
 			if dashAt > 0 || (dashAt < 0 && len(args) > 0) {
-				return usageError("classify: unexpected argument %q (put the command after --: portcullis %s)", args[0], cmd.Use)
+				return cmdutil.UsageError("classify: unexpected argument %q (put the command after --: portcullis %s)", args[0], cmd.Use)
 			}
 			if dashAt == 0 && len(args) == 0 {
-				return usageError("classify: no command after --")
+				return cmdutil.UsageError("classify: no command after --")
 			}
-			c, err := newShellClassifier(policyFlag, cmd.ErrOrStderr())
+			c, err := newShellClassifier(env, policyFlag, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

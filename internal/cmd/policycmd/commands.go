@@ -1,26 +1,26 @@
-package main
+// Package policycmd holds the policy group: lint, test, diff, replay and
+// show-default. Their work is in packages policy, policytest, policydiff
+// and replay; here are their flags, the one call each makes and its exit
+// status.
+package policycmd
 
 import (
 	"fmt"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/policydiff"
 	"github.com/portcullis/portcullis/policytest"
+	"github.com/spf13/cobra"
 )
 
-// The policy group: lint, test, diff, replay and show-default. Their work is
-// in packages policy, policytest, policydiff and replay; here are their
-// flags, the one call each makes and its exit status.
-
-func newPolicyCmd() *cobra.Command {
-	return groupCmd("policy", "Check, test, compare and replay policy files", `Check, test, compare and replay policy files.
+// NewPolicyCmd is `portcullis policy` and its subcommands.
+func NewPolicyCmd(env *cmdutil.Env) *cobra.Command {
+	return cmdutil.GroupCmd("policy", "Check, test, compare and replay policy files", `Check, test, compare and replay policy files.
 
 See docs/POLICY.md for the policy file.`,
-		newPolicyLintCmd(), newPolicyTestCmd(), newPolicyDiffCmd(), newPolicyReplayCmd(), newPolicyShowDefaultCmd())
+		newPolicyLintCmd(), newPolicyTestCmd(), newPolicyDiffCmd(), newPolicyReplayCmd(env), newPolicyShowDefaultCmd())
 }
 
 func newPolicyLintCmd() *cobra.Command {
@@ -34,20 +34,20 @@ Exit status: 0 when it loads (1 with --strict and warnings), 2 when it does not.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError("policy lint takes one policy file")
+				return cmdutil.UsageError("policy lint takes one policy file")
 			}
 			pol, warnings, err := policy.Load(args[0])
 			if err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return &cmdutil.ExitError{Code: 2, Msg: err.Error()}
 			}
 			if _, err := gate.New(pol); err != nil {
-				return &exitError{code: 2, msg: fmt.Sprintf("%s: %v", args[0], err)}
+				return &cmdutil.ExitError{Code: 2, Msg: fmt.Sprintf("%s: %v", args[0], err)}
 			}
 			if err := policy.WriteLint(cmd.OutOrStdout(), args[0], pol, warnings); err != nil {
 				return err
 			}
 			if strict && len(warnings) > 0 {
-				return &exitError{code: 1}
+				return &cmdutil.ExitError{Code: 1}
 			}
 			return nil
 		},
@@ -67,28 +67,28 @@ Exit status: 0 when every case passes, 1 when one fails, 2 when a file does not 
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError("policy test takes one or more test files")
+				return cmdutil.UsageError("policy test takes one or more test files")
 			}
 			results, errs := policytest.RunFiles(cmd.Context(), args)
 			for _, err := range errs {
 				fmt.Fprintln(cmd.ErrOrStderr(), "portcullis: "+err.Error())
 			}
 			if len(errs) == len(args) {
-				return &exitError{code: 2} // nothing ran: the errors alone, no "0 passed, 0 failed"
+				return &cmdutil.ExitError{Code: 2} // nothing ran: the errors alone, no "0 passed, 0 failed"
 			}
 			failed := policy.FormatResults(cmd.OutOrStdout(), results, verbose)
 			switch {
 			case len(errs) > 0:
-				return &exitError{code: 2}
+				return &cmdutil.ExitError{Code: 2}
 			case failed > 0:
-				return &exitError{code: 1}
+				return &cmdutil.ExitError{Code: 1}
 			}
 			return nil
 		},
 	}
 	fs := cmd.Flags()
 	fs.BoolVarP(&verbose, "verbose", "v", false, "list passing cases too")
-	aliasFlag(fs, "v", "verbose")
+	cmdutil.AliasFlag(fs, "v", "verbose")
 	return cmd
 }
 
@@ -103,11 +103,11 @@ Exit status: 0 when they decide alike, 1 when they differ (like diff), 2 when on
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return usageError("policy diff takes two policy files: OLD NEW")
+				return cmdutil.UsageError("policy diff takes two policy files: OLD NEW")
 			}
 			d, err := policydiff.CompareFiles(args[0], args[1])
 			if err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return &cmdutil.ExitError{Code: 2, Msg: err.Error()}
 			}
 			if asJSON {
 				err = d.WriteJSON(cmd.OutOrStdout())
@@ -115,7 +115,7 @@ Exit status: 0 when they decide alike, 1 when they differ (like diff), 2 when on
 				err = d.WriteText(cmd.OutOrStdout(), all)
 			}
 			if err == nil && !d.Equal {
-				return &exitError{code: 1} // like diff
+				return &cmdutil.ExitError{Code: 1} // like diff
 			}
 			return err
 		},
@@ -131,14 +131,14 @@ type policyReplayOptions struct {
 	since, until string
 	json         bool
 	progress     int64
-	state        stateFlags
+	state        cmdutil.StateFlags
 }
 
-func newPolicyReplayCmd() *cobra.Command {
+func newPolicyReplayCmd(env *cmdutil.Env) *cobra.Command {
 	// The replay reads every row of the log itself, and a damaged page is an
 	// error of that scan: SQLite's whole-file quick_check at open would read
 	// the file twice.
-	o := policyReplayOptions{state: stateFlags{perCall: true}}
+	o := policyReplayOptions{state: cmdutil.StateFlags{PerCall: true}}
 	cmd := &cobra.Command{
 		Use:   "replay --policy NEW [flags]",
 		Short: "Re-decide the audit log's calls under a new policy; list every decision that would change",
@@ -149,7 +149,7 @@ Exit status: 0 when nothing changes, 1 when something does, 2 bad input.`,
 		Example: `  portcullis policy replay --policy new.yaml --since 7d`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPolicyReplay(cmd.Context(), &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runPolicyReplay(cmd.Context(), env, &o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -158,7 +158,7 @@ Exit status: 0 when nothing changes, 1 when something does, 2 bad input.`,
 	fs.StringVar(&o.until, "until", "", "replay decisions before this `time` (RFC 3339) or this long ago")
 	fs.BoolVar(&o.json, "json", false, "one JSON object per changed decision, then one summary object")
 	fs.Int64Var(&o.progress, "progress", 100000, "report progress on stderr every `N` rows (0: never)")
-	o.state.register(fs)
+	o.state.Register(fs)
 	return cmd
 }
 
@@ -171,22 +171,10 @@ func newPolicyShowDefaultCmd() *cobra.Command {
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError("policy show-default takes no arguments; unexpected %q", args[0])
+				return cmdutil.UsageError("policy show-default takes no arguments; unexpected %q", args[0])
 			}
 			_, err := cmd.OutOrStdout().Write(policy.DefaultYAML())
 			return err
 		},
 	}
-}
-
-// aliasFlag makes --alias another name of the flag name (for the one-letter
-// flags earlier versions took as -v or --v, now shorthands of a long flag).
-func aliasFlag(fs *pflag.FlagSet, alias, name string) {
-	prev := fs.GetNormalizeFunc()
-	fs.SetNormalizeFunc(func(f *pflag.FlagSet, n string) pflag.NormalizedName {
-		if n == alias {
-			n = name
-		}
-		return prev(f, n)
-	})
 }
