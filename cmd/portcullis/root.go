@@ -56,15 +56,7 @@ const (
 
 // run is the command line: main calls it, and so do the tests.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	root := newRootCmd(processEnv())
-	if args == nil {
-		args = []string{} // cobra reads nil as "use os.Args"
-	}
-	root.SetArgs(cmdutil.SingleDashLongFlags(root, args))
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	return root.ExecuteContext(ctx)
+	return cmdutil.Execute(ctx, newRootCmd(processEnv()), args, stdin, stdout, stderr)
 }
 
 // processEnv is the environment of the running process, the one the

@@ -82,3 +82,18 @@ func WithStore(cmd *cobra.Command, env *Env, sf *StateFlags, fn func(ctx context
 	}
 	return err
 }
+
+// Execute runs cmd (the root of a tree, or one command alone) with these
+// arguments and streams. Errors are not printed: the caller maps them to
+// an exit status and a message (cmd/portcullis's exitCode).
+func Execute(ctx context.Context, cmd *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if args == nil {
+		args = []string{} // cobra reads nil as "use os.Args"
+	}
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs(SingleDashLongFlags(cmd, args))
+	cmd.SetIn(stdin)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	return cmd.ExecuteContext(ctx)
+}
