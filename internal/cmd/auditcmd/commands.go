@@ -1,6 +1,10 @@
 // Package auditcmd holds the audit group (tail, query, verify, export,
 // prune) and budgets. Their work is in packages auditlog and budgets; here
 // are their flags, the one call each makes and its exit status.
+//
+// Like every command package, it reads the process's environment only
+// through the cmdutil.Env it is given, does no work that belongs to a
+// domain package, and imports no command package but cmdutil.
 package auditcmd
 
 import (

@@ -1,6 +1,10 @@
 // Package decidecmd holds the commands that decide requests: decide,
 // explain and classify. Their work is in packages gate and shell; here are
 // their flags, the one call each makes and its exit status.
+//
+// Like every command package, it reads the process's environment only
+// through the cmdutil.Env it is given, does no work that belongs to a
+// domain package, and imports no command package but cmdutil.
 package decidecmd
 
 import (

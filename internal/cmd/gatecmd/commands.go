@@ -1,6 +1,10 @@
 // Package gatecmd holds the commands that gate one agent's calls: hook
 // (and hook install), exec and mcp. Their work is in packages hook,
 // hostconfig, shellgate and server.
+//
+// Like every command package, it reads the process's environment only
+// through the cmdutil.Env it is given, does no work that belongs to a
+// domain package, and imports no command package but cmdutil.
 package gatecmd
 
 import (

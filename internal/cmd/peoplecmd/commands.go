@@ -1,9 +1,13 @@
-// Package peoplecmd holds the people's commands: approval requests,
-// grants and danger-zone blocks.
-// They talk to a running gateway's approvals API (--gateway URL or
-// $PORTCULLIS_GATEWAY, with the human token) or, when no gateway is named,
-// to the store itself through a gate, which audits each action with who
-// did it: either is an approvals.Service.
+// Package peoplecmd holds the people's commands: approval requests
+// (approvals, approve, deny), grants (and grants revoke) and danger-zone
+// blocks (unblock). They talk to a running gateway's approvals API
+// (--gateway URL or $PORTCULLIS_GATEWAY, with the human token) or, when no
+// gateway is named, to the store itself through a gate, which audits each
+// action with who did it: either is an approvals.Service.
+//
+// Like every command package, it reads the process's environment only
+// through the cmdutil.Env it is given, does no work that belongs to a
+// domain package, and imports no command package but cmdutil.
 package peoplecmd
 
 import (

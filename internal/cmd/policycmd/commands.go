@@ -2,6 +2,10 @@
 // show-default. Their work is in packages policy, policytest, policydiff
 // and replay; here are their flags, the one call each makes and its exit
 // status.
+//
+// Like every command package, it reads the process's environment only
+// through the cmdutil.Env it is given, does no work that belongs to a
+// domain package, and imports no command package but cmdutil.
 package policycmd
 
 import (

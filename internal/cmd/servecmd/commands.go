@@ -2,6 +2,10 @@
 // MCP tools), bench (load through a running gateway) and witness (a
 // reference audit witness). Their work is in packages server, approvals,
 // loadgen and witness.
+//
+// Like every command package, it reads the process's environment only
+// through the cmdutil.Env it is given, does no work that belongs to a
+// domain package, and imports no command package but cmdutil.
 package servecmd
 
 import (

@@ -2,6 +2,10 @@
 // agent clients: init (a starter policy and the client's configuration)
 // and doctor (is each installed client protected?). Their work is in
 // package hostconfig.
+//
+// Like every command package, it reads the process's environment only
+// through the cmdutil.Env it is given, does no work that belongs to a
+// domain package, and imports no command package but cmdutil.
 package setupcmd
 
 import (
