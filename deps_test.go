@@ -3,7 +3,12 @@ package portcullis_test
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +19,8 @@ const module = "github.com/portcullis/portcullis"
 // layers names which of the module's own packages each package may import.
 // The root is vocabulary and imports only the standard library; the core
 // imports the root; gate imports the root and the core; adapters import only
-// the root; server wires one gateway's adapters; only cmd/portcullis wires
+// the root; server wires one gateway's adapters; only the command layer
+// (cmd/portcullis and internal/cmd/..., checked by TestCommandLayer) wires
 // everything. storetest is the shared
 // conformance suite for stores and imports the root.
 var layers = map[string][]string{
@@ -100,7 +106,7 @@ func TestImportRules(t *testing.T) {
 		fields := strings.Fields(sc.Text())
 		pkg, imports := rel(fields[0]), fields[1:]
 		checked++
-		if strings.HasPrefix(pkg, "cmd/") {
+		if commandLayer(pkg) {
 			continue
 		}
 		allowed, named := layers[pkg]
@@ -120,6 +126,96 @@ func TestImportRules(t *testing.T) {
 	}
 	if checked < 4 {
 		t.Fatalf("go list reported %d packages; want the whole module", checked)
+	}
+}
+
+// commandLayer reports whether pkg is of the command layer, which may
+// import any package of the module (TestCommandLayer has its rules).
+func commandLayer(pkg string) bool {
+	return strings.HasPrefix(pkg, "cmd/") || strings.HasPrefix(pkg, "internal/cmd/")
+}
+
+// TestCommandLayer enforces the rules of the command layer
+// (docs/ARCHITECTURE.md, "The command layer"): only it imports the
+// command-line library; no other package imports it; a command package
+// under internal/cmd imports no sibling but cmdutil, and cmdutil none.
+func TestCommandLayer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	commands := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		pkg, imports := rel(fields[0]), fields[1:]
+		inCmd := strings.HasPrefix(pkg, "internal/cmd/")
+		if inCmd && pkg != "internal/cmd/cmdutil" {
+			commands++
+		}
+		for _, imp := range imports {
+			r := rel(imp)
+			switch {
+			case strings.HasPrefix(imp, "github.com/spf13/cobra") || strings.HasPrefix(imp, "github.com/spf13/pflag"):
+				if !commandLayer(pkg) {
+					t.Errorf("package %q imports %q; only cmd/portcullis and internal/cmd/... read the command line", show(pkg), imp)
+				}
+			case !strings.HasPrefix(imp, module+"/"):
+			case strings.HasPrefix(r, "internal/cmd/") && !commandLayer(pkg):
+				t.Errorf("package %q imports the command package %q; the domain packages never import the command layer", show(pkg), r)
+			case inCmd && strings.HasPrefix(r, "internal/cmd/") && (r != "internal/cmd/cmdutil" || pkg == "internal/cmd/cmdutil"):
+				t.Errorf("command package %q imports %q; a command package imports only internal/cmd/cmdutil of its siblings", pkg, r)
+			}
+		}
+	}
+	if commands == 0 {
+		t.Fatalf("go list reported no command package under internal/cmd")
+	}
+}
+
+// processReads are the calls that read the process's environment, which a
+// command package reads only through the cmdutil.Env it is given (so that
+// a test runs the command with an environment of its own, no t.Setenv).
+var processReads = map[string][]string{
+	"os":         {"Getenv", "LookupEnv", "Environ", "ExpandEnv", "UserHomeDir", "UserConfigDir", "UserCacheDir", "Getwd", "Executable", "Args"},
+	"signal":     {"Notify"},
+	"hostconfig": {"FromOS"},
+}
+
+// TestCommandEnvironment checks the sources of internal/cmd, tests
+// included, for reads of the process's environment.
+func TestCommandEnvironment(t *testing.T) {
+	files := 0
+	err := filepath.WalkDir("internal/cmd", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		files++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			name := ""
+			if x, ok := sel.X.(*ast.Ident); ok {
+				name = x.Name
+			}
+			if slices.Contains(processReads[name], sel.Sel.Name) || sel.Sel.Name == "Setenv" {
+				t.Errorf("%s: %s.%s reads the process's environment; take it from the cmdutil.Env the command is given", path, name, sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("no source file under internal/cmd")
 	}
 }
 
