@@ -468,11 +468,13 @@ type queryer interface {
 // checkSchema returns the file's schema version, refusing a file of a newer
 // schema or of another program.
 func (s *Store) checkSchema(ctx context.Context, q queryer, latest int) (int, error) {
+	// One statement, so one snapshot: read apart, another process's
+	// migration could commit between the version and the count of tables,
+	// and a new store would look like another program's file.
 	var version, appID, tables int
-	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return 0, s.openErr(err)
-	}
-	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+	err := q.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version),
+		(SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_schema)`).Scan(&version, &appID, &tables)
+	if err != nil {
 		return 0, s.openErr(err)
 	}
 	if appID != 0 && appID != applicationID {
@@ -482,9 +484,6 @@ func (s *Store) checkSchema(ctx context.Context, q queryer, latest int) (int, er
 		return 0, fmt.Errorf("sqlite: open %s: the database was written by a newer Portcullis (schema %d, this binary knows up to %d); upgrade Portcullis", s.path, version, latest)
 	}
 	if version == 0 {
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
-			return 0, s.openErr(err)
-		}
 		if tables > 0 {
 			return 0, fmt.Errorf("sqlite: open %s: the file is a SQLite database of another program (it has tables but no Portcullis schema version), not a Portcullis store", s.path)
 		}
