@@ -45,8 +45,8 @@ func EncodeAuditBody(ev *AuditEvent) ([]byte, error) {
 	return out, nil
 }
 
-// auditEncoder appends an event's JSON to a buffer; the first error
-// stops it. Its methods take the buffer and return it, as append does, so
+// auditEncoder appends an event's JSON to a buffer and keeps the first
+// error, which discards the row. Its methods take the buffer and return it, as append does, so
 // that writing a byte stores no pointer outside the stack.
 type auditEncoder struct {
 	err error
