@@ -46,12 +46,14 @@ var layers = map[string][]string{
 	"replay/replaytest": {"", "gate", "policy", "sqlite"},
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
+	// The gateway's Go client reads an agent's token file.
+	"client": {"", "internal/secret"},
 	// The people's side of approvals and the audit log's readers take
 	// the gate, the store and the witnesses as interfaces of their own:
 	// they import only the root (approvals also the line diff of the tool
 	// definitions it shows, and the client, which is its Service through
 	// a running gateway and names a gateway that does not answer).
-	"approvals": {"", "client", "internal/linediff"},
+	"approvals": {"", "client", "internal/linediff", "internal/secret"},
 	"auditlog":  {"", "internal/english"},
 	// The use of the budgets as people read it, from a store.
 	"budgets": {""},
@@ -72,6 +74,8 @@ var layers = map[string][]string{
 	"internal/buildinfo": {},
 	// A count with its noun, for every report that prints one.
 	"internal/english": {},
+	// The secrets kept in files (tokens, the audit key), read and created.
+	"internal/secret": {},
 	// The HTTP entry points share one guard (Host and Origin rules, the
 	// count of wrong credentials, body deadlines); it imports no package
 	// of this module.
@@ -88,7 +92,7 @@ var layers = map[string][]string{
 	// server is `portcullis serve` as a component: it wires the gate, the
 	// HTTP entry points, the metrics and the witnesses of one gateway, and
 	// nothing that reads the command line.
-	"server": {"", "auditlog", "gate", "policy", "internal/english", "internal/guard", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "tracing", "witness"},
+	"server": {"", "auditlog", "gate", "policy", "internal/english", "internal/guard", "internal/secret", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "tracing", "witness"},
 }
 
 // TestImportRules enforces the layering of docs/ARCHITECTURE.md ("Packages") with `go list`, the way
