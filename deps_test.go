@@ -25,7 +25,7 @@ const module = "github.com/portcullis/portcullis"
 // conformance suite for stores and imports the root.
 var layers = map[string][]string{
 	"":         {},
-	"policy":   {""},
+	"policy":   {"", "internal/english"},
 	"autonomy": {""},
 	"shell":    {"", "internal/jsonlines"},
 	"gate":     {"", "policy", "autonomy", "shell", "internal/jsonlines"},
@@ -41,18 +41,20 @@ var layers = map[string][]string{
 	// policy test runs a test file's cases through gates with stand-in
 	// validators, counting budgets in memory.
 	"policytest": {"", "policy", "gate", "memstore"},
-	"replay":     {"", "gate"},
+	"replay":     {"", "gate", "internal/english"},
 	// The recorded audit log of replay's tests and benchmarks.
 	"replay/replaytest": {"", "gate", "policy", "sqlite"},
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
+	// The gateway's Go client reads an agent's token file.
+	"client": {"", "internal/secret"},
 	// The people's side of approvals and the audit log's readers take
 	// the gate, the store and the witnesses as interfaces of their own:
 	// they import only the root (approvals also the line diff of the tool
 	// definitions it shows, and the client, which is its Service through
 	// a running gateway and names a gateway that does not answer).
-	"approvals": {"", "client", "internal/linediff"},
-	"auditlog":  {""},
+	"approvals": {"", "client", "internal/linediff", "internal/secret"},
+	"auditlog":  {"", "internal/english"},
 	// The use of the budgets as people read it, from a store.
 	"budgets": {""},
 	// The LLM providers share how they report a failed request, a
@@ -70,6 +72,10 @@ var layers = map[string][]string{
 	"hostconfig": {"policy"},
 	// Which build is running (`portcullis version`).
 	"internal/buildinfo": {},
+	// A count with its noun, for every report that prints one.
+	"internal/english": {},
+	// The secrets kept in files (tokens, the audit key), read and created.
+	"internal/secret": {},
 	// The HTTP entry points share one guard (Host and Origin rules, the
 	// count of wrong credentials, body deadlines); it imports no package
 	// of this module.
@@ -86,7 +92,7 @@ var layers = map[string][]string{
 	// server is `portcullis serve` as a component: it wires the gate, the
 	// HTTP entry points, the metrics and the witnesses of one gateway, and
 	// nothing that reads the command line.
-	"server": {"", "auditlog", "gate", "policy", "internal/guard", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "tracing", "witness"},
+	"server": {"", "auditlog", "gate", "policy", "internal/english", "internal/guard", "internal/secret", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "tracing", "witness"},
 }
 
 // TestImportRules enforces the layering of docs/ARCHITECTURE.md ("Packages") with `go list`, the way

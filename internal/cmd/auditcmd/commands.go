@@ -11,15 +11,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/auditlog"
 	"github.com/portcullis/portcullis/budgets"
 	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
+	"github.com/portcullis/portcullis/internal/secret"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/server"
-	"github.com/portcullis/portcullis/state"
 	"github.com/spf13/cobra"
 )
 
@@ -144,7 +145,7 @@ Exit status: 0 the log is whole, 1 it is not, 2 bad input.`,
 				if err != nil {
 					return "", err
 				}
-				return state.ReadSecret(dir, "audit.key")
+				return secret.Read(filepath.Join(dir, "audit.key"))
 			}
 			return cmdutil.WithStore(cmd, env, &sf, func(ctx context.Context, st portcullis.Store, w io.Writer) error {
 				opts := auditlog.VerifyOptions{Key: key, Anchors: anchors, Witnesses: sources, Progress: auditlog.Progress(cmd.ErrOrStderr())}
@@ -198,7 +199,7 @@ func newAuditPruneCmd(env *cmdutil.Env) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				key, err := server.SecretFile(dir, "audit.key")
+				key, _, err := secret.ReadOrCreate(filepath.Join(dir, "audit.key"))
 				if err != nil {
 					return fmt.Errorf("audit key: %w", err)
 				}

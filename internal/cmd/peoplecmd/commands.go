@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,9 +25,8 @@ import (
 	"github.com/portcullis/portcullis/approvals"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
+	"github.com/portcullis/portcullis/internal/secret"
 	"github.com/portcullis/portcullis/notify"
-	"github.com/portcullis/portcullis/server"
-	"github.com/portcullis/portcullis/state"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -94,7 +94,7 @@ func (p *peopleFlags) token(env *cmdutil.Env) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, err := state.ReadSecret(dir, "admin.token")
+	t, err := secret.Read(filepath.Join(dir, "admin.token"))
 	if err != nil {
 		return "", cmdutil.UsageError("no human token for the gateway: %v (pass --token-file FILE, the gateway's admin.token)", err)
 	}
@@ -264,7 +264,7 @@ clear as the administrator (--admin-token, --all), or list the blocked agents.`,
 					if err != nil {
 						return err
 					}
-					want, err := server.SecretFile(dir, "admin.token")
+					want, _, err := secret.ReadOrCreate(filepath.Join(dir, "admin.token"))
 					if err != nil {
 						return fmt.Errorf("admin token: %w", err)
 					}

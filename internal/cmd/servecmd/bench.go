@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/approvals"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
+	"github.com/portcullis/portcullis/internal/secret"
 	"github.com/portcullis/portcullis/loadgen"
-	"github.com/portcullis/portcullis/state"
 )
 
 // runBench drives a running gateway with concurrent agent sessions (package
@@ -88,7 +89,7 @@ func benchToken(env *cmdutil.Env, file string) (string, error) {
 		}
 		return "", cmdutil.UsageError("no agent token: pass --token-file FILE or set PORTCULLIS_AGENT_TOKEN")
 	}
-	t, err := state.ReadSecretFile(file)
+	t, err := secret.Read(file)
 	if err != nil {
 		return "", cmdutil.UsageError("agent token: %v", err)
 	}
@@ -107,7 +108,7 @@ func benchHumanToken(env *cmdutil.Env, sf *cmdutil.StateFlags, file string) (str
 	if err != nil {
 		return "", err
 	}
-	t, err := state.ReadSecret(dir, "admin.token")
+	t, err := secret.Read(filepath.Join(dir, "admin.token"))
 	if err != nil {
 		return "", cmdutil.UsageError("writes in the mix need a person's approval: %v (pass --human-token-file, or --mix without write)", err)
 	}
