@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -48,15 +48,30 @@ func benchNotes() *notes {
 }
 
 // framedNotes is the notes server as a command upstream is reached: over
-// a pipe pair, framed by the gateway's own reader (no process).
+// a pair of the system's pipes, as a command's stdio is, framed by the
+// gateway's own reader (no process).
 func framedNotes() mcpgw.Upstream {
 	up := benchNotes()
 	return mcpgw.Upstream{Name: "notes", TrustAnnotations: true, Transport: func(ctx context.Context) (mcp.Transport, error) {
-		cr, sw := io.Pipe()
-		sr, cw := io.Pipe()
-		if _, err := up.server.Connect(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}, nil); err != nil {
+		cr, sw, err := os.Pipe()
+		if err != nil {
 			return nil, err
 		}
+		sr, cw, err := os.Pipe()
+		if err != nil {
+			cr.Close()
+			sw.Close()
+			return nil, err
+		}
+		ss, err := up.server.Connect(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}, nil)
+		if err != nil {
+			return nil, errors.Join(err, cr.Close(), sw.Close(), sr.Close(), cw.Close())
+		}
+		go func() {
+			_ = ss.Wait()
+			sr.Close()
+			sw.Close()
+		}()
 		return mcpgw.FramedTransport("notes", cr, cw), nil
 	}}
 }
