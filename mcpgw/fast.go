@@ -225,6 +225,7 @@ type stdioFront struct {
 
 	mu     sync.Mutex
 	calls  map[string]context.CancelFunc // fast calls in flight, by idKey
+	nfast  atomic.Int32                  // len(calls), read without mu
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -312,7 +313,9 @@ func (f *stdioFront) ready() bool {
 // cancellation of a fast call cancels it (and goes to the SDK too, which
 // knows no such request).
 func (f *stdioFront) take(line []byte) bool {
-	if !bytes.Contains(line, []byte("tools/call")) && !bytes.Contains(line, []byte("notifications/cancelled")) {
+	// While fast calls are in flight every request is read for its id.
+	busy := f.nfast.Load() > 0
+	if !busy && !bytes.Contains(line, []byte("tools/call")) && !bytes.Contains(line, []byte("notifications/cancelled")) {
 		return false
 	}
 	if !f.ready() {
@@ -326,6 +329,13 @@ func (f *stdioFront) take(line []byte) bool {
 	if string(m.method) == "notifications/cancelled" && m.id == nil {
 		f.cancelled(trimmed)
 		return false
+	}
+	if m.hasMethod && m.id != nil && f.holds(idKey(m.id)) {
+		// As the SDK does with a request whose id is in flight: no
+		// answer, so the client gets one answer under the id, the
+		// call's in flight.
+		f.g.log.Debug("a request reuses the id of a call in flight; not answered", "session", f.s.id, "id", string(m.id))
+		return true
 	}
 	if !m.toolsCall() {
 		return false
@@ -357,21 +367,14 @@ func (f *stdioFront) take(line []byte) bool {
 	key := idKey(id)
 	ctx, cancel := context.WithCancel(f.ctx)
 	f.mu.Lock()
+	// Only this goroutine adds calls, and holds found none under key.
 	if f.closed {
 		f.mu.Unlock()
 		cancel()
 		return false
 	}
-	if f.calls[key] != nil {
-		// As the SDK does with a request whose id is in flight: no
-		// answer, so the client gets one answer under the id, the
-		// call's in flight.
-		f.mu.Unlock()
-		cancel()
-		f.g.log.Debug("a request reuses the id of a call in flight; not answered", "session", f.s.id, "id", string(id))
-		return true
-	}
 	f.calls[key] = cancel
+	f.nfast.Add(1)
 	f.wg.Add(1)
 	f.mu.Unlock()
 	go func() {
@@ -379,11 +382,19 @@ func (f *stdioFront) take(line []byte) bool {
 		a := f.g.gateCall(ctx, f.s, tc)
 		f.mu.Lock()
 		delete(f.calls, key)
+		f.nfast.Add(-1)
 		f.mu.Unlock()
 		cancel()
 		f.respond(id, a)
 	}()
 	return true
+}
+
+// holds says whether a fast call in flight holds the id key.
+func (f *stdioFront) holds(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[key] != nil
 }
 
 // cancelled cancels the fast call a notifications/cancelled names.

@@ -559,7 +559,11 @@ func TestFastPathRefusesAnIDInFlight(t *testing.T) {
 		t.Fatal("the slow call did not go by the fast path")
 	}
 	for _, c := range clients {
+		// The same id again: a call the fast path would take, one it
+		// leaves to the SDK (a progress token), and another method.
 		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_note","arguments":{}}}`)
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_note","arguments":{},"_meta":{"progressToken":"p"}}}`)
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
 		c.send(`{"jsonrpc":"2.0","id":"between","method":"ping"}`)
 	}
 	for name, c := range clients {
