@@ -108,7 +108,7 @@ func Model(cfg *portcullis.ValidatorConfig, getenv Getenv) (portcullis.Model, er
 func remoteModel(cfg *portcullis.ValidatorConfig, key string, getenv Getenv) (portcullis.Model, error) {
 	prog, err := Program(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("the %s provider: %w", cfg.Provider, err)
+		return nil, fmt.Errorf("the %s provider runs in a program of its own: %w", cfg.Provider, err)
 	}
 	return remote.New(remote.Options{
 		Program: prog,
@@ -150,7 +150,7 @@ func Program(getenv Getenv) (string, error) {
 		}
 	}
 	looked = append(looked, "in PATH")
-	return "", fmt.Errorf("it runs in the program %s, which is not installed (looked %s): install it with %s, or set %s to its path",
+	return "", fmt.Errorf("%s is not installed (looked %s): install it with %s, or set %s to its path",
 		remote.Program, strings.Join(looked, " and "), remote.Install, ProgramEnv)
 }
 
