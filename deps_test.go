@@ -3,7 +3,12 @@ package portcullis_test
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,12 +19,13 @@ const module = "github.com/portcullis/portcullis"
 // layers names which of the module's own packages each package may import.
 // The root is vocabulary and imports only the standard library; the core
 // imports the root; gate imports the root and the core; adapters import only
-// the root; server wires one gateway's adapters; only cmd/portcullis wires
+// the root; server wires one gateway's adapters; only the command layer
+// (cmd/portcullis and internal/cmd/..., checked by TestCommandLayer) wires
 // everything. storetest is the shared
 // conformance suite for stores and imports the root.
 var layers = map[string][]string{
 	"":         {},
-	"policy":   {""},
+	"policy":   {"", "internal/english"},
 	"autonomy": {""},
 	"shell":    {"", "internal/jsonlines"},
 	"gate":     {"", "policy", "autonomy", "shell", "internal/jsonlines"},
@@ -35,18 +41,20 @@ var layers = map[string][]string{
 	// policy test runs a test file's cases through gates with stand-in
 	// validators, counting budgets in memory.
 	"policytest": {"", "policy", "gate", "memstore"},
-	"replay":     {"", "gate"},
+	"replay":     {"", "gate", "internal/english"},
 	// The recorded audit log of replay's tests and benchmarks.
 	"replay/replaytest": {"", "gate", "policy", "sqlite"},
 	// loadgen drives a gateway from outside, through its HTTP client.
 	"loadgen": {"", "client"},
+	// The gateway's Go client reads an agent's token file.
+	"client": {"", "internal/secret"},
 	// The people's side of approvals and the audit log's readers take
 	// the gate, the store and the witnesses as interfaces of their own:
 	// they import only the root (approvals also the line diff of the tool
 	// definitions it shows, and the client, which is its Service through
 	// a running gateway and names a gateway that does not answer).
-	"approvals": {"", "client", "internal/linediff"},
-	"auditlog":  {""},
+	"approvals": {"", "client", "internal/linediff", "internal/secret"},
+	"auditlog":  {"", "internal/english"},
 	// The use of the budgets as people read it, from a store.
 	"budgets": {""},
 	// The LLM providers share how they report a failed request, a
@@ -69,6 +77,10 @@ var layers = map[string][]string{
 	"hostconfig": {"policy"},
 	// Which build is running (`portcullis version`).
 	"internal/buildinfo": {},
+	// A count with its noun, for every report that prints one.
+	"internal/english": {},
+	// The secrets kept in files (tokens, the audit key), read and created.
+	"internal/secret": {},
 	// The HTTP entry points share one guard (Host and Origin rules, the
 	// count of wrong credentials, body deadlines); it imports no package
 	// of this module.
@@ -85,7 +97,7 @@ var layers = map[string][]string{
 	// server is `portcullis serve` as a component: it wires the gate, the
 	// HTTP entry points, the metrics and the witnesses of one gateway, and
 	// nothing that reads the command line.
-	"server": {"", "auditlog", "gate", "policy", "internal/guard", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "tracing", "witness"},
+	"server": {"", "auditlog", "gate", "policy", "internal/english", "internal/guard", "internal/secret", "httpapi", "httpapi/console", "mcpgw", "metrics", "notify", "tracing", "witness"},
 }
 
 // TestImportRules enforces the layering of docs/ARCHITECTURE.md ("Packages") with `go list`, the way
@@ -105,7 +117,7 @@ func TestImportRules(t *testing.T) {
 		fields := strings.Fields(sc.Text())
 		pkg, imports := rel(fields[0]), fields[1:]
 		checked++
-		if strings.HasPrefix(pkg, "cmd/") {
+		if commandLayer(pkg) {
 			continue
 		}
 		allowed, named := layers[pkg]
@@ -125,6 +137,96 @@ func TestImportRules(t *testing.T) {
 	}
 	if checked < 4 {
 		t.Fatalf("go list reported %d packages; want the whole module", checked)
+	}
+}
+
+// commandLayer reports whether pkg is of the command layer, which may
+// import any package of the module (TestCommandLayer has its rules).
+func commandLayer(pkg string) bool {
+	return strings.HasPrefix(pkg, "cmd/") || strings.HasPrefix(pkg, "internal/cmd/")
+}
+
+// TestCommandLayer enforces the rules of the command layer
+// (docs/ARCHITECTURE.md, "The command layer"): only it imports the
+// command-line library; no other package imports it; a command package
+// under internal/cmd imports no sibling but cmdutil, and cmdutil none.
+func TestCommandLayer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	commands := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		pkg, imports := rel(fields[0]), fields[1:]
+		inCmd := strings.HasPrefix(pkg, "internal/cmd/")
+		if inCmd && pkg != "internal/cmd/cmdutil" {
+			commands++
+		}
+		for _, imp := range imports {
+			r := rel(imp)
+			switch {
+			case strings.HasPrefix(imp, "github.com/spf13/cobra") || strings.HasPrefix(imp, "github.com/spf13/pflag"):
+				if !commandLayer(pkg) {
+					t.Errorf("package %q imports %q; only cmd/portcullis and internal/cmd/... read the command line", show(pkg), imp)
+				}
+			case !strings.HasPrefix(imp, module+"/"):
+			case strings.HasPrefix(r, "internal/cmd/") && !commandLayer(pkg):
+				t.Errorf("package %q imports the command package %q; the domain packages never import the command layer", show(pkg), r)
+			case inCmd && strings.HasPrefix(r, "internal/cmd/") && (r != "internal/cmd/cmdutil" || pkg == "internal/cmd/cmdutil"):
+				t.Errorf("command package %q imports %q; a command package imports only internal/cmd/cmdutil of its siblings", pkg, r)
+			}
+		}
+	}
+	if commands == 0 {
+		t.Fatalf("go list reported no command package under internal/cmd")
+	}
+}
+
+// processReads are the calls that read the process's environment, which a
+// command package reads only through the cmdutil.Env it is given (so that
+// a test runs the command with an environment of its own, no t.Setenv).
+var processReads = map[string][]string{
+	"os":         {"Getenv", "LookupEnv", "Environ", "ExpandEnv", "UserHomeDir", "UserConfigDir", "UserCacheDir", "Getwd", "Executable", "Args"},
+	"signal":     {"Notify"},
+	"hostconfig": {"FromOS"},
+}
+
+// TestCommandEnvironment checks the sources of internal/cmd, tests
+// included, for reads of the process's environment.
+func TestCommandEnvironment(t *testing.T) {
+	files := 0
+	err := filepath.WalkDir("internal/cmd", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		files++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			name := ""
+			if x, ok := sel.X.(*ast.Ident); ok {
+				name = x.Name
+			}
+			if slices.Contains(processReads[name], sel.Sel.Name) || sel.Sel.Name == "Setenv" {
+				t.Errorf("%s: %s.%s reads the process's environment; take it from the cmdutil.Env the command is given", path, name, sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files == 0 {
+		t.Fatal("no source file under internal/cmd")
 	}
 }
 

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/user"
 	"strings"
 	"time"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/client"
+	"github.com/portcullis/portcullis/internal/secret"
 )
 
 // Account names the account running the process, for the audit log:
@@ -35,14 +35,11 @@ func Remote(url, token, actor string) (Service, error) {
 
 // ReadToken reads the human token a person keeps in file (--token-file).
 func ReadToken(file string) (string, error) {
-	b, err := os.ReadFile(file)
+	t, err := secret.Read(file)
 	if err != nil {
 		return "", fmt.Errorf("--token-file: %w", err)
 	}
-	if t := strings.TrimSpace(string(b)); t != "" {
-		return t, nil
-	}
-	return "", fmt.Errorf("--token-file: %s is empty", file)
+	return t, nil
 }
 
 // ExitStatus says how a person's command ends on err, and with what

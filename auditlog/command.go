@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/english"
 )
 
 // This file is what the audit commands do with the options a person
@@ -126,7 +127,7 @@ func (a *Anchors) Set(v string) error {
 // check has come.
 func Progress(w io.Writer) func(rows, seq int64) {
 	return func(rows, seq int64) {
-		fmt.Fprintf(w, "verified %s (up to row %d)…\n", plural(rows, "row"), seq)
+		fmt.Fprintf(w, "verified %s (up to row %d)…\n", english.Count(rows, "row"), seq)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/english"
 )
 
 // This file is how the audit commands show the log as text: rows as a
@@ -111,12 +112,5 @@ func (r *Report) Summary() string {
 	if r.Kept > 0 {
 		kept = fmt.Sprintf("; %d of %d kept heads matched", v.Anchors, r.Kept)
 	}
-	return fmt.Sprintf("ok: %s verified from %s; head %d:%s (keep it to check later with --expect)%s", plural(v.Rows, "row"), from, r.Head(), v.HeadHash, kept)
-}
-
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.FormatInt(n, 10) + " " + noun + "s"
+	return fmt.Sprintf("ok: %s verified from %s; head %d:%s (keep it to check later with --expect)%s", english.Count(v.Rows, "row"), from, r.Head(), v.HeadHash, kept)
 }

@@ -21,7 +21,7 @@ func TestReadToken(t *testing.T) {
 	if tok, err := client.ReadToken(good); err != nil || tok != "tok_1" {
 		t.Errorf("ReadToken(good) = %q, %v; want tok_1", tok, err)
 	}
-	if _, err := client.ReadToken(empty); err == nil || err.Error() != "the agent token file "+empty+" is empty" {
+	if _, err := client.ReadToken(empty); err == nil || err.Error() != "read the agent token: "+empty+" is empty" {
 		t.Errorf("ReadToken(empty) = %v; want it to say the file is empty", err)
 	}
 	if _, err := client.ReadToken(filepath.Join(dir, "none")); err == nil || !strings.HasPrefix(err.Error(), "read the agent token: ") {

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/english"
 )
 
 // WriteWarnings writes each warning on a line of its own, as the commands
@@ -20,13 +21,6 @@ func WriteWarnings(w io.Writer, warnings []Warning) {
 // the policy's tools, elements and warnings.
 func WriteLint(w io.Writer, path string, pol *portcullis.Policy, warnings []Warning) error {
 	WriteWarnings(w, warnings)
-	_, err := fmt.Fprintf(w, "%s: %s, %s, %s\n", path, plural(len(pol.Tools), "tool"), plural(len(pol.Elements), "element"), plural(len(warnings), "warning"))
+	_, err := fmt.Fprintf(w, "%s: %s, %s, %s\n", path, english.Count(len(pol.Tools), "tool"), english.Count(len(pol.Elements), "element"), english.Count(len(warnings), "warning"))
 	return err
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

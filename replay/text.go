@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/internal/english"
 )
 
 // Printer writes a replay as `portcullis policy replay` shows it: each
@@ -133,7 +134,7 @@ func (c *Change) notes() []string {
 // String says where a replay has got to, as the command reports it on
 // stderr.
 func (p Progress) String() string {
-	return fmt.Sprintf("replayed %s (up to row %d), %s so far…", plural(p.Scanned, "row"), p.Seq, plural(p.Changed, "change"))
+	return fmt.Sprintf("replayed %s (up to row %d), %s so far…", english.Count(p.Scanned, "row"), p.Seq, english.Count(p.Changed, "change"))
 }
 
 // WriteText writes the summary for people: what was replayed and how much
@@ -145,7 +146,7 @@ func (s *Summary) WriteText(w io.Writer) {
 	if s.FirstSeq > 0 {
 		rows = fmt.Sprintf("rows %d-%d", s.FirstSeq, s.LastSeq)
 	}
-	fmt.Fprintf(w, "Replayed %s (%s of %s read) under %s: %d would change", plural(s.Replayed, "decision"), rows, plural(s.Scanned, "audit row"), s.Policy, s.Changed)
+	fmt.Fprintf(w, "Replayed %s (%s of %s read) under %s: %d would change", english.Count(s.Replayed, "decision"), rows, english.Count(s.Scanned, "audit row"), s.Policy, s.Changed)
 	if s.Changed > 0 {
 		fmt.Fprintf(w, " (%d stricter, %d looser", s.Stricter, s.Looser)
 		if s.Validator > 0 {
@@ -163,13 +164,13 @@ func (s *Summary) WriteText(w io.Writer) {
 			names[i] = fmt.Sprintf("%s ×%d", n, s.RedactedArgs[n])
 		}
 		fmt.Fprintf(w, "%s had redacted arguments (%s): they were replayed with %q in their place, so a redacted shell command or path was not classified again\n",
-			plural(s.Redacted, "decision"), strings.Join(names, ", "), portcullis.RedactedValue)
+			english.Count(s.Redacted, "decision"), strings.Join(names, ", "), portcullis.RedactedValue)
 	}
 	if s.Unjudged > 0 {
-		fmt.Fprintf(w, "%s would now go to the validator, which has no recorded verdict for them: shown as if it allowed\n", plural(s.Unjudged, "call"))
+		fmt.Fprintf(w, "%s would now go to the validator, which has no recorded verdict for them: shown as if it allowed\n", english.Count(s.Unjudged, "call"))
 	}
 	for _, k := range sortedByCount(s.NotReplayed) {
-		fmt.Fprintf(w, "%s not replayed: %s\n", plural(s.NotReplayed[k], "decision"), k)
+		fmt.Fprintf(w, "%s not replayed: %s\n", english.Count(s.NotReplayed[k], "decision"), k)
 	}
 }
 
@@ -219,13 +220,6 @@ func (t *trimSpaces) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func dash(s string) string {

@@ -1,49 +1,21 @@
 package server
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/portcullis/portcullis/internal/secret"
 )
 
-// SecretFile reads a secret kept in the state directory, creating it with
-// 32 random bytes (hex) and mode 0600 when it does not exist.
-func SecretFile(dir, name string) (string, error) {
-	path := filepath.Join(dir, name)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		v := strings.TrimSpace(string(b))
-		if v == "" {
-			return "", fmt.Errorf("%s is empty", path)
-		}
-		return v, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return "", err
-	}
-	v := hex.EncodeToString(raw)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return SecretFile(dir, name)
-		}
-		return "", err
-	}
-	if _, err := f.WriteString(v + "\n"); err != nil {
-		f.Close()
-		return "", err
-	}
-	return v, f.Close()
+// secretIn reads the secret name kept in the state directory dir,
+// creating it on first start.
+func secretIn(dir, name string) (string, error) {
+	v, _, err := secret.ReadOrCreate(filepath.Join(dir, name))
+	return v, err
 }
 
 // agentTokens maps the SHA-256 of each agent's token to the agent. A
@@ -61,33 +33,14 @@ func agentTokens(agents []Agent) (byHash map[string]Agent, created []string, err
 			}
 			sum = strings.ToLower(a.TokenSHA256)
 		case a.TokenFile != "":
-			b, err := os.ReadFile(a.TokenFile)
-			if errors.Is(err, os.ErrNotExist) {
-				// First start: make the agent a token, readable by its
-				// owner only.
-				var raw [24]byte
-				if _, err := rand.Read(raw[:]); err != nil {
-					return nil, nil, err
-				}
-				b = []byte(hex.EncodeToString(raw[:]))
-				f, err := os.OpenFile(a.TokenFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-				if err != nil {
-					return nil, nil, fmt.Errorf("agent %q: create token file: %w", a.Name, err)
-				}
-				_, werr := f.Write(append(b, '\n'))
-				if cerr := f.Close(); werr == nil {
-					werr = cerr
-				}
-				if werr != nil {
-					return nil, nil, fmt.Errorf("agent %q: write token file: %w", a.Name, werr)
-				}
-				created = append(created, a.Name+": "+a.TokenFile)
-			} else if err != nil {
-				return nil, nil, fmt.Errorf("agent %q: %w", a.Name, err)
+			// First start: the agent's token is made, readable by its
+			// owner only.
+			tok, made, err := secret.ReadOrCreate(a.TokenFile)
+			if err != nil {
+				return nil, nil, fmt.Errorf("agent %q: token file: %w", a.Name, err)
 			}
-			tok := strings.TrimSpace(string(b))
-			if tok == "" {
-				return nil, nil, fmt.Errorf("agent %q: token file %s is empty", a.Name, a.TokenFile)
+			if made {
+				created = append(created, a.Name+": "+a.TokenFile)
 			}
 			sum = TokenHash(tok)
 		default:

@@ -189,13 +189,13 @@ func (s *Server) Open(ctx context.Context) (err error) {
 		watcher.Run(wctx)
 	}()
 	s.onClose(func() error { stopWatching(); <-watched; return nil })
-	metricsToken, err := SecretFile(dir, "metrics.token")
+	metricsToken, err := secretIn(dir, "metrics.token")
 	if err != nil {
 		return fmt.Errorf("metrics token: %w", err)
 	}
 	// The people's token: the console's login token and the approvals
 	// API's bearer token, 0600 in the state directory.
-	humanToken, err := SecretFile(dir, "admin.token")
+	humanToken, err := secretIn(dir, "admin.token")
 	if err != nil {
 		return fmt.Errorf("human token: %w", err)
 	}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/portcullis/portcullis/gate"
+	"github.com/portcullis/portcullis/internal/english"
 	"github.com/portcullis/portcullis/mcpgw"
 )
 
@@ -71,7 +71,7 @@ func UntilStopped(ctx context.Context, signals <-chan os.Signal, h Held, done <-
 		h.refuse("the gateway was stopped (SIGTERM) before a person answered", stderr)
 		return false, nil
 	}
-	fmt.Fprintf(stderr, "portcullis: stopping, but %s waiting for a person's answer:\n", plural(len(held), "call"))
+	fmt.Fprintf(stderr, "portcullis: stopping, but %s waiting for a person's answer:\n", english.Count(len(held), "call"))
 	for _, c := range held {
 		where := ""
 		if h.Answer != nil {
@@ -111,7 +111,7 @@ func (h Held) refuse(reason string, stderr io.Writer) {
 			fmt.Fprintf(stderr, "portcullis: refuse the held call %s (%s): %v\n", c.Tool, c.ApprovalID, err)
 		}
 	}
-	fmt.Fprintf(stderr, "portcullis: refused %s: %s\n", plural(len(held), "held call"), reason)
+	fmt.Fprintf(stderr, "portcullis: refused %s: %s\n", english.Count(len(held), "held call"), reason)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for len(h.Gateway.Held()) > 0 {
@@ -128,12 +128,4 @@ func signalName(s os.Signal) string {
 		return "Ctrl-C"
 	}
 	return s.String()
-}
-
-// plural is "1 call", "2 calls".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

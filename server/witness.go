@@ -127,7 +127,7 @@ func StartWitnesses(ctx context.Context, chain witness.Chain, dir string, ws []w
 	if len(ws) == 0 {
 		return func() {}, nil
 	}
-	key, err := SecretFile(dir, "audit.key")
+	key, err := secretIn(dir, "audit.key")
 	if err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
 	}

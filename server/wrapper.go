@@ -138,7 +138,7 @@ func (w *Wrapper) Open(ctx context.Context) (err error) {
 		st, rm = m.Store(st), m
 		gateOpts = append(gateOpts, gate.WithObserver(m))
 		observers = append(observers, m)
-		token, err := SecretFile(dir, "metrics.token")
+		token, err := secretIn(dir, "metrics.token")
 		if err != nil {
 			return fmt.Errorf("metrics token: %w", err)
 		}

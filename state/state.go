@@ -174,23 +174,3 @@ func RedactURL(u string) string {
 	}
 	return u
 }
-
-// ReadSecret reads the secret name kept in the state directory dir; it
-// does not create one (server.SecretFile does).
-func ReadSecret(dir, name string) (string, error) {
-	return ReadSecretFile(filepath.Join(dir, name))
-}
-
-// ReadSecretFile reads a secret (a token, a key) kept in the file at path:
-// its content without surrounding space, which must not be empty.
-func ReadSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	v := strings.TrimSpace(string(b))
-	if v == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return v, nil
-}

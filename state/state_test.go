@@ -115,35 +115,3 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
-
-func TestReadSecret(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "admin.token"), []byte("tok\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "empty.token"), []byte(" \n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := state.ReadSecret(dir, "admin.token"); err != nil || v != "tok" {
-		t.Errorf("ReadSecret = %q, %v; want tok", v, err)
-	}
-	if _, err := state.ReadSecret(dir, "empty.token"); err == nil || !strings.Contains(err.Error(), "is empty") {
-		t.Errorf("ReadSecret(empty) = %v; want an error saying it is empty", err)
-	}
-	if _, err := state.ReadSecret(dir, "none.token"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("ReadSecret(missing) = %v; want not found", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "none.token")); !errors.Is(err, os.ErrNotExist) {
-		t.Error("ReadSecret created the secret")
-	}
-	if v, err := state.ReadSecretFile(filepath.Join(dir, "admin.token")); err != nil || v != "tok" {
-		t.Errorf("ReadSecretFile = %q, %v; want tok", v, err)
-	}
-	if _, err := state.ReadSecretFile("./" + filepath.Base(dir) + "-none"); err == nil {
-		t.Error("ReadSecretFile of a missing file succeeded")
-	}
-	empty := filepath.Join(dir, "empty.token")
-	if _, err := state.ReadSecretFile(empty); err == nil || err.Error() != empty+" is empty" {
-		t.Errorf("ReadSecretFile(empty) = %v; want it refused, naming the file", err)
-	}
-}

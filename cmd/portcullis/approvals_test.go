@@ -17,6 +17,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/httpapi"
+	"github.com/portcullis/portcullis/internal/secret"
 	"github.com/portcullis/portcullis/policy"
 	"github.com/portcullis/portcullis/sqlite"
 )
@@ -151,7 +152,7 @@ func startGateway(t *testing.T) *gatewayFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	token, err := secretFile(dir, "admin.token")
+	token, _, err := secret.ReadOrCreate(filepath.Join(dir, "admin.token"))
 	if err != nil {
 		t.Fatal(err)
 	}

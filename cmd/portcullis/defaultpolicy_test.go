@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 )
 
 // TestHookDefaultPolicy: with neither --policy nor $PORTCULLIS_POLICY, the
@@ -46,7 +47,7 @@ func TestHookDefaultPolicy(t *testing.T) {
 			if decision, reason := preToolUse(t, stdout); decision != tc.want {
 				t.Errorf("%s: %s (%s); want %s", tc.name, decision, reason, tc.want)
 			}
-			if strings.Count(stderr, defaultPolicyNotice) != 1 {
+			if strings.Count(stderr, cmdutil.DefaultPolicyNotice) != 1 {
 				t.Errorf("stderr %q; want the built-in policy named once", stderr)
 			}
 		})
@@ -65,7 +66,7 @@ func TestDecideDefaultPolicy(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d; stderr %s", code, stderr)
 	}
-	if strings.Count(stderr, defaultPolicyNotice) != 1 {
+	if strings.Count(stderr, cmdutil.DefaultPolicyNotice) != 1 {
 		t.Errorf("stderr %q; want the built-in policy named once", stderr)
 	}
 	var outcomes []string
@@ -130,7 +131,7 @@ func TestHookDefaultPolicyOtherHosts(t *testing.T) {
 	} {
 		state := filepath.Join(t.TempDir(), "state")
 		code, stdout, stderr := runCLI(t, event(tc.event, tc.tool, tc.input), "hook", tc.host, "--state", state)
-		if code != 0 || !strings.Contains(stdout, tc.want) || !strings.Contains(stderr, defaultPolicyNotice) {
+		if code != 0 || !strings.Contains(stdout, tc.want) || !strings.Contains(stderr, cmdutil.DefaultPolicyNotice) {
 			t.Errorf("%s %s %v: exit %d, %s (stderr %q); want %s", tc.host, tc.tool, tc.input, code, stdout, stderr, tc.want)
 		}
 	}
@@ -167,7 +168,7 @@ func TestExecDefaultPolicy(t *testing.T) {
 	t.Setenv("PORTCULLIS_POLICY", "")
 	state := filepath.Join(t.TempDir(), "state")
 	code, _, stderr := runCLI(t, "", "exec", "--state", state, "--", "true")
-	if code != 0 || strings.Count(stderr, defaultPolicyNotice) != 1 {
+	if code != 0 || strings.Count(stderr, cmdutil.DefaultPolicyNotice) != 1 {
 		t.Errorf("exec true: exit %d, stderr %q; want 0 and the built-in policy named once", code, stderr)
 	}
 	code, _, stderr = runCLI(t, "", "exec", "--state", state, "--no-wait", "--", "rm", "-r", "-f", "~")
@@ -202,7 +203,7 @@ func TestMCPDefaultPolicy(t *testing.T) {
 	if !strings.Contains(strings.Join(names, " "), "read_note") {
 		t.Errorf("tools %v; want the upstream's read_note", names)
 	}
-	if strings.Count(stderr.String(), defaultPolicyNotice) != 1 {
+	if strings.Count(stderr.String(), cmdutil.DefaultPolicyNotice) != 1 {
 		t.Errorf("stderr %q; want the built-in policy named once", stderr.String())
 	}
 }

@@ -108,14 +108,6 @@ func TestCountsAgreeWithTheirNouns(t *testing.T) {
 	if want := p + ": 1 tool, 0 elements, 0 warnings\n"; code != 0 || stdout != want {
 		t.Fatalf("policy lint of one tool: exit %d, %q %q; want %q", code, stdout, stderr, want)
 	}
-	for _, c := range []struct {
-		n    int64
-		want string
-	}{{0, "0 upstreams"}, {1, "1 upstream"}, {2, "2 upstreams"}} {
-		if got := plural(c.n, "upstream"); got != c.want {
-			t.Errorf("plural(%d) = %q; want %q", c.n, got, c.want)
-		}
-	}
 }
 
 func TestServeRefusesAnUpstreamThatCannotStart(t *testing.T) {

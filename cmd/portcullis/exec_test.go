@@ -12,6 +12,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/policy"
+	"github.com/portcullis/portcullis/shellgate"
 	"github.com/portcullis/portcullis/sqlite"
 )
 
@@ -77,8 +78,8 @@ func TestExecDeniedNeverStarts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := e.run(t, "", tc.args...)
-			if code != exitDenied {
-				t.Errorf("exit %d; want %d (stderr %q)", code, exitDenied, stderr)
+			if code != shellgate.ExitDenied {
+				t.Errorf("exit %d; want %d (stderr %q)", code, shellgate.ExitDenied, stderr)
 			}
 			if !strings.Contains(stderr, tc.reason) || !strings.HasPrefix(stderr, "portcullis: not run: ") {
 				t.Errorf("stderr %q; want the reason (%q)", stderr, tc.reason)
@@ -145,8 +146,8 @@ func TestExecWaitsForAPerson(t *testing.T) {
 			if approve && (code != 0 || !exists(marker)) {
 				t.Fatalf("approved: exit %d, marker created %v (stderr %q); want 0, true", code, exists(marker), stderr)
 			}
-			if !approve && (code != exitDenied || exists(marker) || !strings.Contains(stderr, "not today")) {
-				t.Fatalf("denied: exit %d, marker created %v (stderr %q); want %d, false, the person's reason", code, exists(marker), stderr, exitDenied)
+			if !approve && (code != shellgate.ExitDenied || exists(marker) || !strings.Contains(stderr, "not today")) {
+				t.Fatalf("denied: exit %d, marker created %v (stderr %q); want %d, false, the person's reason", code, exists(marker), stderr, shellgate.ExitDenied)
 			}
 			if !strings.Contains(stderr, "waiting up to 20s for a person to approve apr_") {
 				t.Errorf("stderr %q does not say what it waits for", stderr)
@@ -213,7 +214,7 @@ func TestExecValidator(t *testing.T) {
 		answer string
 		code   int
 	}{
-		{`{"verdict":"deny","reasoning":"reads the network core config","whatWouldAuthorize":"an operator","confidence":0.9}`, exitDenied},
+		{`{"verdict":"deny","reasoning":"reads the network core config","whatWouldAuthorize":"an operator","confidence":0.9}`, shellgate.ExitDenied},
 		{`{"verdict":"allow","reasoning":"a harmless listing","whatWouldAuthorize":"","confidence":0.9}`, 0},
 	} {
 		dir := t.TempDir()
@@ -261,8 +262,8 @@ func TestExecShellMode(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	err = run(context.Background(), []string{"exec", "--shell", "-c", "touch " + marker + "; shutdown -h now"}, strings.NewReader(""), &out, &errb)
-	if code := exitCode(err, &errb); code != exitDenied || exists(marker) {
-		t.Errorf("portcullis-sh -c with a denied part: exit %d, ran %v; want %d, never run", code, exists(marker), exitDenied)
+	if code := exitCode(err, &errb); code != shellgate.ExitDenied || exists(marker) {
+		t.Errorf("portcullis-sh -c with a denied part: exit %d, ran %v; want %d, never run", code, exists(marker), shellgate.ExitDenied)
 	}
 	if args, ok := shellInvocation("/usr/local/bin/-portcullis-sh", []string{"-c", "ls"}); !ok || strings.Join(args, " ") != "exec --shell -l -c ls" {
 		t.Errorf("login invocation: %q, %v", args, ok)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/portcullis/portcullis/internal/cli"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 	"github.com/spf13/cobra"
 )
 
@@ -21,7 +21,7 @@ func everyCommand() [][]string {
 			walk(sub, append(append([]string(nil), path...), sub.Name()))
 		}
 	}
-	root := newRootCmd()
+	root := newRootCmd(processEnv())
 	root.InitDefaultCompletionCmd()
 	walk(root, nil)
 	return out
@@ -92,7 +92,7 @@ func TestSingleDashLongFlags(t *testing.T) {
 	if code, _, stderr := runCLI(t, "", "policy", "lint", "-strict=true", "testdata/lint_warnings.yaml"); code != 1 {
 		t.Fatalf("policy lint -strict=true: exit %d, stderr %q; want 1", code, stderr)
 	}
-	root := newRootCmd()
+	root := newRootCmd(processEnv())
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"explain", "-policy", "p.yaml", "{}"}, []string{"explain", "--policy", "p.yaml", "{}"}},
 		{[]string{"audit", "tail", "-n", "5", "-f", "-json"}, []string{"audit", "tail", "-n", "5", "-f", "--json"}},
@@ -104,8 +104,8 @@ func TestSingleDashLongFlags(t *testing.T) {
 		{[]string{"classify", "-policy", "p.yaml", "--", "rm", "-state"}, []string{"classify", "--policy", "p.yaml", "--", "rm", "-state"}},
 		{[]string{"frobnicate", "-policy"}, []string{"frobnicate", "-policy"}},
 	} {
-		if got := cli.SingleDashLongFlags(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
-			t.Errorf("cli.SingleDashLongFlags(%q) = %q; want %q", tc.in, got, tc.want)
+		if got := cmdutil.SingleDashLongFlags(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("cmdutil.SingleDashLongFlags(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }

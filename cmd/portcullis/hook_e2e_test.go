@@ -14,6 +14,7 @@ import (
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/gate"
 	"github.com/portcullis/portcullis/policy"
+	"github.com/portcullis/portcullis/shellgate"
 	"github.com/portcullis/portcullis/sqlite"
 )
 
@@ -236,8 +237,8 @@ func shellWrapperEndToEnd(t *testing.T, bin string) {
 	}
 	marker := filepath.Join(e.dir, "marker")
 	code, _, stderr = runBinary(t, env, "", sh, "-c", "touch "+marker+" && reboot")
-	if code != exitDenied || exists(marker) || !strings.Contains(stderr, "takes the machine down") {
-		t.Errorf("portcullis-sh -c with a denied part: exit %d, ran %v, stderr %q; want %d, never run", code, exists(marker), stderr, exitDenied)
+	if code != shellgate.ExitDenied || exists(marker) || !strings.Contains(stderr, "takes the machine down") {
+		t.Errorf("portcullis-sh -c with a denied part: exit %d, ran %v, stderr %q; want %d, never run", code, exists(marker), stderr, shellgate.ExitDenied)
 	}
 	code, _, stderr = runBinary(t, env, "", sh, "-c", "exit 7")
 	if code != 7 {

@@ -6,18 +6,12 @@ import (
 	"syscall"
 )
 
-// interrupts are the signals that stop serve and mcp, counted from their
-// start: main's context ends at the first, but the gateway commands look
-// at each one (a second Ctrl-C means something else than the first:
-// server.UntilStopped).
-type interrupts struct {
-	ch chan os.Signal
+// watchInterrupts delivers the signals that stop serve and mcp, counted
+// from the call (cmdutil.Env.Interrupts): main's context ends at the
+// first, but the gateway commands look at each one (a second Ctrl-C means
+// something else than the first: server.UntilStopped).
+func watchInterrupts() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
 }
-
-func watchInterrupts() *interrupts {
-	in := &interrupts{ch: make(chan os.Signal, 4)}
-	signal.Notify(in.ch, os.Interrupt, syscall.SIGTERM)
-	return in
-}
-
-func (in *interrupts) stop() { signal.Stop(in.ch) }

@@ -1,6 +1,10 @@
 // Command portcullis is the one binary of the Portcullis permission gateway.
-// It is the only package that wires the engine to its adapters: flags,
-// environment and files are read here and nowhere else.
+// With the command packages under internal/cmd it is the command layer,
+// the only code that reads flags and the environment. This package keeps
+// the process: main, the root command and its assembly from the command
+// packages, the environment they are given (cmdutil.Env, filled here from
+// the process and nowhere else), the signals, the mapping of errors to
+// exit statuses, the portcullis-sh invocation and the version.
 //
 // main calls run (root.go), which takes its arguments and streams
 // explicitly, so tests run the real command in process.
@@ -13,10 +17,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
+	"github.com/portcullis/portcullis/shellgate"
 )
 
 func main() {
@@ -32,21 +38,9 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// exitError carries an exit status; its message, when non-empty, is printed.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
-
-// usageError is a command-line mistake: exit status 2.
-func usageError(format string, args ...any) error {
-	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
-}
-
 // exitCode prints err (if it has a message) and returns the process status:
-// 0 for nil, the code of an exitError, 2 for anything else (bad input).
+// 0 for nil, the code of a cmdutil.ExitError, 2 for anything else (bad
+// input).
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
@@ -54,40 +48,27 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
-	var ee *exitError
+	var ee *cmdutil.ExitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintln(stderr, "portcullis: "+ee.msg)
+		if ee.Msg != "" {
+			fmt.Fprintln(stderr, "portcullis: "+ee.Msg)
 		}
-		return ee.code
+		return ee.Code
 	}
 	fmt.Fprintln(stderr, "portcullis: "+err.Error())
 	return 2
 }
 
-// policyPath returns the --policy value or $PORTCULLIS_POLICY.
-func policyPath(flagValue string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
+// shellInvocation reports whether the binary was started as portcullis-sh
+// and returns the arguments of the exec command that stands for it.
+func shellInvocation(argv0 string, args []string) ([]string, bool) {
+	ok, login := shellgate.Invoked(argv0)
+	if !ok {
+		return nil, false
 	}
-	if env := strings.TrimSpace(os.Getenv("PORTCULLIS_POLICY")); env != "" {
-		return env, nil
+	out := []string{"exec", "--shell"}
+	if login {
+		out = append(out, "-l")
 	}
-	return "", usageError("no policy file: pass --policy FILE or set PORTCULLIS_POLICY")
-}
-
-// defaultPolicyNotice is said once on stderr by a command that falls back
-// on the built-in default policy.
-const defaultPolicyNotice = "no --policy given: using the built-in default policy (portcullis policy show-default prints it)"
-
-// agentPolicyPath is policyPath for the commands that gate an agent (hook,
-// exec, mcp, decide): with neither --policy nor $PORTCULLIS_POLICY it says
-// so on stderr and returns "", which loadAgentGate reads as the built-in
-// default policy.
-func agentPolicyPath(flagValue string, stderr io.Writer) string {
-	if path, err := policyPath(flagValue); err == nil {
-		return path
-	}
-	fmt.Fprintln(stderr, defaultPolicyNotice)
-	return ""
+	return append(out, args...), true
 }

@@ -15,10 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/portcullis/portcullis"
-	"github.com/portcullis/portcullis/gate"
-	"github.com/portcullis/portcullis/memstore"
 )
 
 func getMetrics(t *testing.T, url, auth string) (int, string) {
@@ -149,68 +145,6 @@ func TestServeMetricsAndHotReload(t *testing.T) {
 	got := out.String()
 	if !strings.Contains(got, `"detail":"reloaded `) || !strings.Contains(got, `"detail":"rejected a new version of `) {
 		t.Errorf("policy audit rows:\n%s\nwant a reload and a rejection", got)
-	}
-}
-
-// TestDecisionLogLine: one JSON line per decision at info level, with the
-// decision id of the audit row, and never the call's arguments.
-func TestDecisionLogLine(t *testing.T) {
-	var buf bytes.Buffer
-	of := obsFlags{logFormat: "json"}
-	log, err := of.logger(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs := &observability{log: log}
-	st := memstore.New(nil)
-	g, _, err := loadAgentGate("testdata/policy.yaml", io.Discard, append(obs.gateOptions(), gate.WithStore(st))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	d, err := g.Decide(ctx, portcullis.Call{Tool: "list_elements", Session: "s1", Agent: "bot", Args: map[string]any{"secret": "hunter2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Explain(ctx, portcullis.Call{Tool: "list_elements"}); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 1 {
-		t.Fatalf("log lines = %q; want one (explanations are not logged)", lines)
-	}
-	if strings.Contains(lines[0], "hunter2") {
-		t.Fatal("the decision log carries the call's arguments")
-	}
-	var rec map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := st.QueryAudit(ctx, portcullis.AuditQuery{Kind: portcullis.AuditDecision})
-	if err != nil || len(recs) != 1 {
-		t.Fatal(recs, err)
-	}
-	ev, err := recs[0].Event()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, want := range map[string]any{
-		"level": "INFO", "msg": "decision", "decisionId": ev.DecisionID, "tool": "list_elements", "agent": "bot",
-		"session": "s1", "outcome": string(d.Outcome), "permissionLevel": d.PermissionLevel.String(), "code": string(d.Code), "policy": ev.PolicyHash,
-	} {
-		if rec[k] != want {
-			t.Errorf("log %s = %v; want %v", k, rec[k], want)
-		}
-	}
-	if _, ok := rec["latency"]; !ok {
-		t.Error("the log line has no latency")
-	}
-	if ev.DecisionID != d.DecisionID {
-		t.Errorf("audit row %s, decision %s", ev.DecisionID, d.DecisionID)
-	}
-
-	if _, err := (&obsFlags{logFormat: "xml"}).logger(&buf); err == nil {
-		t.Error("--log-format xml was accepted")
 	}
 }
 

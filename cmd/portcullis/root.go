@@ -3,18 +3,26 @@ package main
 import (
 	"context"
 	"io"
-	"strings"
+	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/portcullis/portcullis/internal/cli"
+	"github.com/portcullis/portcullis/hostconfig"
+	"github.com/portcullis/portcullis/internal/cmd/auditcmd"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
+	"github.com/portcullis/portcullis/internal/cmd/decidecmd"
+	"github.com/portcullis/portcullis/internal/cmd/gatecmd"
+	"github.com/portcullis/portcullis/internal/cmd/peoplecmd"
+	"github.com/portcullis/portcullis/internal/cmd/policycmd"
+	"github.com/portcullis/portcullis/internal/cmd/servecmd"
+	"github.com/portcullis/portcullis/internal/cmd/setupcmd"
 )
 
-// The command tree is spf13/cobra's. Each command is built by a new...Cmd
-// constructor that declares its flags into an options struct and hands the
-// parsed options and positional arguments to a run function that does the
-// work; the constructors live in the commands_*.go files, the work beside
-// its subject.
+// The command tree is spf13/cobra's. Each command is built by a New...Cmd
+// constructor of a command package under internal/cmd, given the
+// environment; it declares its flags into an options struct and hands the
+// parsed options and positional arguments to a run function, which makes
+// the one call into the package that owns the subject.
 
 const rootLong = `portcullis: a permission gateway for AI agents
 
@@ -48,19 +56,20 @@ const (
 
 // run is the command line: main calls it, and so do the tests.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	root := newRootCmd()
-	if args == nil {
-		args = []string{} // cobra reads nil as "use os.Args"
+	return cmdutil.Execute(ctx, newRootCmd(processEnv()), args, stdin, stdout, stderr)
+}
+
+// processEnv is the environment of the running process, the one the
+// commands are given.
+func processEnv() *cmdutil.Env {
+	return &cmdutil.Env{
+		LookupEnv: os.LookupEnv, HomeDir: os.UserHomeDir, ConfigDir: os.UserConfigDir, WorkDir: os.Getwd, Executable: os.Executable,
+		HostConfig: hostconfig.FromOS, Interrupts: watchInterrupts,
 	}
-	root.SetArgs(cli.SingleDashLongFlags(root, args))
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	return root.ExecuteContext(ctx)
 }
 
 // newRootCmd builds the command tree.
-func newRootCmd() *cobra.Command {
+func newRootCmd(env *cmdutil.Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:                   "portcullis",
 		DisableFlagsInUseLine: true,
@@ -74,9 +83,9 @@ func newRootCmd() *cobra.Command {
 			if len(args) == 0 {
 				cmd.SetOut(cmd.ErrOrStderr())
 				_ = cmd.Help()
-				return &exitError{code: 2}
+				return &cmdutil.ExitError{Code: 2}
 			}
-			return unknownCommand(cmd, args[0])
+			return cmdutil.UnknownCommand(cmd, args[0])
 		},
 	}
 	root.AddGroup(
@@ -85,11 +94,11 @@ func newRootCmd() *cobra.Command {
 		&cobra.Group{ID: groupPeople, Title: "People's answers:"},
 		&cobra.Group{ID: groupAudit, Title: "Audit and operate:"},
 	)
-	root.SetFlagErrorFunc(flagError)
-	addToGroup(root, groupDecide, newDecideCmd(), newExplainCmd(), newPolicyCmd(), newClassifyCmd())
-	addToGroup(root, groupGate, newInitCmd(), newDoctorCmd(), newHookCmd(), newExecCmd(), newMCPCmd(), newServeCmd(), newToolsCmd())
-	addToGroup(root, groupPeople, newApprovalsCmd(), newApproveCmd(), newDenyCmd(), newGrantsCmd(), newUnblockCmd())
-	addToGroup(root, groupAudit, newAuditCmd(), newBudgetsCmd(), newWitnessCmd(), newBenchCmd(), newVersionCmd())
+	root.SetFlagErrorFunc(cmdutil.FlagError)
+	addToGroup(root, groupDecide, decidecmd.NewDecideCmd(env), decidecmd.NewExplainCmd(env), policycmd.NewPolicyCmd(env), decidecmd.NewClassifyCmd(env))
+	addToGroup(root, groupGate, setupcmd.NewInitCmd(env), setupcmd.NewDoctorCmd(env), gatecmd.NewHookCmd(env), gatecmd.NewExecCmd(env), gatecmd.NewMCPCmd(env), servecmd.NewServeCmd(env), servecmd.NewToolsCmd(env))
+	addToGroup(root, groupPeople, peoplecmd.NewApprovalsCmd(env), peoplecmd.NewApproveCmd(env), peoplecmd.NewDenyCmd(env), peoplecmd.NewGrantsCmd(env), peoplecmd.NewUnblockCmd(env))
+	addToGroup(root, groupAudit, auditcmd.NewAuditCmd(env), auditcmd.NewBudgetsCmd(env), servecmd.NewWitnessCmd(env), servecmd.NewBenchCmd(env), newVersionCmd())
 	return root
 }
 
@@ -99,38 +108,4 @@ func addToGroup(root *cobra.Command, id string, cmds ...*cobra.Command) {
 		c.GroupID = id
 	}
 	root.AddCommand(cmds...)
-}
-
-// groupCmd is a command that only holds subcommands: without one, or with
-// an unknown one, it is bad input (exit status 2) with a suggestion.
-func groupCmd(use, short, long string, subs ...*cobra.Command) *cobra.Command {
-	c := &cobra.Command{
-		Use:                   use,
-		DisableFlagsInUseLine: true,
-		Short:                 short,
-		Long:                  long,
-		Args:                  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				cmd.SetOut(cmd.ErrOrStderr())
-				_ = cmd.Usage()
-				return usageError("%s needs a command (see the list above)", strings.TrimPrefix(cmd.CommandPath(), "portcullis "))
-			}
-			return unknownCommand(cmd, args[0])
-		},
-	}
-	c.AddCommand(subs...)
-	return c
-}
-
-// unknownCommand is the error for a command cmd does not have, with the
-// names it may have meant: bad input (exit status 2).
-func unknownCommand(cmd *cobra.Command, name string) error {
-	return usageError("%s", cli.UnknownCommand(cmd, name))
-}
-
-// flagError makes a flag the command line got wrong bad input (exit status
-// 2), naming the flags an unknown one may have meant.
-func flagError(cmd *cobra.Command, err error) error {
-	return usageError("%s", cli.FlagError(cmd, err))
 }

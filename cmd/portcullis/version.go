@@ -3,7 +3,10 @@ package main
 import (
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/portcullis/portcullis/internal/buildinfo"
+	"github.com/portcullis/portcullis/internal/cmd/cmdutil"
 )
 
 // Set at link time by release builds, e.g.
@@ -22,11 +25,25 @@ var (
 
 func runVersion(asJSON bool, pos []string, stdout io.Writer) error {
 	if len(pos) > 0 {
-		return usageError("version: unexpected argument %q", pos[0])
+		return cmdutil.UsageError("version: unexpected argument %q", pos[0])
 	}
 	b := buildinfo.Read(version, commit, date)
 	if asJSON {
 		return b.WriteJSON(stdout)
 	}
 	return b.WriteText(stdout)
+}
+
+func newVersionCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version [--json]",
+		Short: "The version, commit and build date",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVersion(asJSON, args, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the build information as one JSON object")
+	return cmd
 }

@@ -1,0 +1,70 @@
+// Package secret reads and creates the secrets Portcullis keeps in files:
+// the human and agent tokens, the metrics token, the audit key. A secret
+// is the file's content without surrounding space; an empty one is an
+// error, never a secret that anything matches.
+package secret
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Read reads the secret kept in the file at path. Errors name the file:
+// the operating system's own, or "PATH is empty".
+func Read(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return v, nil
+}
+
+// ReadOrCreate reads the secret kept in the file at path, creating the
+// file when it does not exist: 32 random bytes in hex, readable and
+// writable by its owner only (0600). created says it was made now.
+// Processes that start together agree on one secret, and none reads a
+// half-written one: the secret is written to a file of its own first,
+// then linked to path, which fails for all but the first.
+func ReadOrCreate(path string) (v string, created bool, err error) {
+	v, err = Read(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return v, false, err
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", false, err
+	}
+	v = hex.EncodeToString(raw[:])
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return "", false, err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(v + "\n")
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if err := os.Link(f.Name(), path); errors.Is(err, fs.ErrExist) {
+		v, err = Read(path)
+		return v, false, err
+	} else if err != nil {
+		return "", false, err
+	}
+	return v, true, nil
+}
