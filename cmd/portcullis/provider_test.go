@@ -169,3 +169,25 @@ approvals:`, 1)), 0o600); err != nil {
 		})
 	}
 }
+
+// TestProviderProgramIsProtected: the provider program answers for the
+// validator, so an agent's command that would replace it is blocked, as
+// one that touches Portcullis's own binary is.
+func TestProviderProgramIsProtected(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "portcullis-provider")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(providers.ProgramEnv, prog)
+	t.Setenv("PORTCULLIS_POLICY", "")
+	in := `{"tool":"Bash","args":{"command":"cp /tmp/evil ` + prog + `"}}` + "\n" +
+		`{"tool":"Bash","args":{"command":"cp /tmp/evil ` + prog + `.txt"}}`
+	code, stdout, stderr := runCLI(t, in, "decide")
+	if code != 0 {
+		t.Fatalf("decide exit %d: %s", code, stderr)
+	}
+	ds := decisions(t, stdout)
+	if len(ds) != 2 || ds[0].Code != "BLOCKED_COMMAND" || ds[1].Code == "BLOCKED_COMMAND" {
+		t.Fatalf("decide(cp over the provider program, cp beside it) = %+v; want the first blocked, the second not", ds)
+	}
+}

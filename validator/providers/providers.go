@@ -126,10 +126,15 @@ func Program(getenv Getenv) (string, error) {
 		name += ".exe"
 	}
 	if p := getenv(ProgramEnv); p != "" {
-		if err := executable(p); err != nil {
+		// Absolute: started later, it must be the file checked now.
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			err = executable(abs)
+		}
+		if err != nil {
 			return "", fmt.Errorf("%s=%s: %w", ProgramEnv, p, err)
 		}
-		return p, nil
+		return abs, nil
 	}
 	var looked []string
 	if exe, err := os.Executable(); err == nil {
