@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/validator/anthropic"
 	"github.com/portcullis/portcullis/validator/remote"
 	"github.com/portcullis/portcullis/validator/remote/remotetest"
 )
@@ -339,5 +340,58 @@ func TestStartErrors(t *testing.T) {
 				t.Fatalf("Ask = %v; want a non-retryable error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// BenchmarkAsk is one question to a local Anthropic API, in process (the
+// provider as the program runs it) and through the program, for what the
+// hop costs; BenchmarkFirstAsk adds the program's start, as the first
+// question of a gateway, hook or decide pays it.
+func BenchmarkAsk(b *testing.B) {
+	srv := httptest.NewServer(&fakeAPI{})
+	b.Cleanup(srv.Close)
+	cfg := remote.Config{Provider: "anthropic", Model: "claude-haiku-4-5", BaseURL: srv.URL}
+	inProcess, err := anthropic.New(anthropic.Options{Model: cfg.Model, APIKey: testKey, BaseURL: cfg.BaseURL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	through, err := remote.New(remote.Options{Program: prog, Config: cfg, APIKey: testKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { through.Close() })
+	for _, m := range []portcullis.Model{inProcess, through} {
+		name := "in-process"
+		if m == portcullis.Model(through) {
+			name = "through-program"
+		}
+		b.Run(name, func(b *testing.B) {
+			if _, err := m.Ask(b.Context(), ask("warm up")); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := m.Ask(b.Context(), ask("question")); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkFirstAsk(b *testing.B) {
+	srv := httptest.NewServer(&fakeAPI{})
+	b.Cleanup(srv.Close)
+	cfg := remote.Config{Provider: "anthropic", Model: "claude-haiku-4-5", BaseURL: srv.URL}
+	for b.Loop() {
+		m, err := remote.New(remote.Options{Program: prog, Config: cfg, APIKey: testKey})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Ask(b.Context(), ask("first")); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		m.Close()
+		b.StartTimer()
 	}
 }
