@@ -151,12 +151,20 @@ func (m *Model) process(ctx context.Context) (*process, error) {
 	if m.lastErr != nil && time.Since(m.started) < m.opts.RestartDelay {
 		return nil, m.lastErr
 	}
-	m.started = time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", m.name, err), cause: err}
+	}
+	started := time.Now()
 	pr, err := m.start(ctx)
 	if err != nil {
-		m.lastErr = err
+		// A start abandoned by its caller says nothing of the program:
+		// the next caller starts it again.
+		if ctx.Err() == nil {
+			m.started, m.lastErr = started, err
+		}
 		return nil, err
 	}
+	m.started = started
 	m.proc, m.lastErr = pr, nil
 	return pr, nil
 }

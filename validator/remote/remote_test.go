@@ -266,6 +266,28 @@ func TestCancelReachesTheProgram(t *testing.T) {
 	}
 }
 
+// TestAbandonedStartDoesNotStick: a first question whose caller has
+// already gone starts nothing, and does not fail the next one.
+func TestAbandonedStartDoesNotStick(t *testing.T) {
+	srv := httptest.NewServer(&fakeAPI{})
+	defer srv.Close()
+	// The default RestartDelay: a failed start would be returned for a
+	// second.
+	m, err := remote.New(remote.Options{Program: prog, Config: remote.Config{Provider: "anthropic", Model: "m", BaseURL: srv.URL}, APIKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := m.Ask(ctx, ask("gone")); !errors.Is(err, context.Canceled) || m.Pid() != 0 {
+		t.Fatalf("Ask with its context cancelled = %v (program pid %d); want context.Canceled and no program", err, m.Pid())
+	}
+	if _, err := m.Ask(t.Context(), ask("next")); err != nil {
+		t.Fatalf("Ask after an abandoned one = %v; want an answer", err)
+	}
+}
+
 // TestProgramExitFailsItsQuestionsAndRestarts: the program killed under a
 // question fails it with a retryable error; the next question starts it
 // again.
