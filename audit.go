@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -121,15 +123,15 @@ type columnsBody struct {
 }
 
 // columnKeys are the keys of columnsBody; afterColumns the keys that
-// EncodeAuditBody writes after all of them (from auditWire's fields, so
-// the two stay in step).
+// EncodeAuditBody writes after all of them (from AuditEvent's fields,
+// whose order the encoding follows).
 var columnKeys, afterColumns = func() (map[string]bool, map[string]bool) {
 	cols, after := map[string]bool{}, map[string]bool{}
 	ct := reflect.TypeFor[columnsBody]()
 	for i := range ct.NumField() {
 		cols[jsonKey(ct.Field(i))] = true
 	}
-	wt := reflect.TypeFor[auditWire]()
+	wt := reflect.TypeFor[AuditEvent]()
 	seen := 0
 	for i := range wt.NumField() {
 		k := jsonKey(wt.Field(i))
@@ -257,65 +259,34 @@ func (r *AuditRecord) Event() (AuditEvent, error) {
 // GenesisHash is the PrevHash of the first row of a chain.
 const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 
-// EncodeAuditBody returns an event's canonical JSON.
-func EncodeAuditBody(ev *AuditEvent) ([]byte, error) {
-	w := auditWire{
-		Kind: ev.Kind, Time: ev.Time, DecisionID: ev.DecisionID, Session: ev.Session,
-		Agent: ev.Agent, Tool: ev.Tool, Outcome: ev.Outcome, Request: ev.Request,
-		PolicyHash: ev.PolicyHash, LatencyNS: ev.LatencyNS, Validator: ev.Validator,
-		UserPresent: ev.UserPresent, Actor: ev.Actor, Detail: ev.Detail,
-	}
-	if ev.Decision != nil {
-		d := decisionFields(*ev.Decision)
-		w.Decision = &d
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&w); err != nil {
-		return nil, fmt.Errorf("encode audit event: %w", err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// auditWire is how an AuditEvent is encoded: the same fields, names and
-// order, with the decision's fields encoded in place. Through
-// Decision.MarshalJSON the encoder would re-scan the decision's bytes to
-// validate and compact them, which was most of the time an audit row
-// took to encode. TestAuditWireMatchesAuditEvent keeps the two in step.
-type auditWire struct {
-	Kind        AuditKind        `json:"kind"`
-	Time        time.Time        `json:"time"`
-	DecisionID  string           `json:"decisionId,omitempty"`
-	Session     string           `json:"session,omitempty"`
-	Agent       string           `json:"agent,omitempty"`
-	Tool        string           `json:"tool,omitempty"`
-	Outcome     Outcome          `json:"outcome,omitempty"`
-	Request     *Call            `json:"request,omitempty"`
-	Decision    *decisionJSON    `json:"decision,omitempty"`
-	PolicyHash  string           `json:"policyHash,omitempty"`
-	LatencyNS   int64            `json:"latencyNs,omitempty"`
-	Validator   *ValidatorRecord `json:"validator,omitempty"`
-	UserPresent bool             `json:"userPresent,omitempty"`
-	Actor       string           `json:"actor,omitempty"`
-	Detail      string           `json:"detail,omitempty"`
-}
-
 // ChainHash is the hash of a row: SHA-256 over the previous row's hash, the
 // row's sequence number and its body, so an edit, a deletion, a reordering
 // or a row moved to another place all break the chain.
 func ChainHash(prev string, seq int64, body []byte) string {
-	h := sha256.New()
-	buf := make([]byte, 0, len(prev)+24)
-	buf = append(buf, prev...)
+	c := chainHashers.Get().(*chainHasher)
+	defer chainHashers.Put(c)
+	c.h.Reset()
+	buf := append(c.buf[:0], prev...)
 	buf = append(buf, '\n')
 	buf = strconv.AppendInt(buf, seq, 10)
 	buf = append(buf, '\n')
-	h.Write(buf)
-	h.Write(body)
-	var sum [sha256.Size]byte
-	return "sha256:" + hex.EncodeToString(h.Sum(sum[:0]))
+	c.h.Write(buf)
+	c.h.Write(body)
+	var out [len("sha256:") + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], c.h.Sum(c.sum[:0]))
+	return string(out[:])
 }
+
+// chainHasher is a SHA-256 state with its buffers, kept between rows
+// (chainHashers): every append and every verified row hashes one.
+type chainHasher struct {
+	h   hash.Hash
+	buf [128]byte
+	sum [sha256.Size]byte
+}
+
+var chainHashers = sync.Pool{New: func() any { return &chainHasher{h: sha256.New()} }}
 
 // AuditQuery filters the audit log. Zero fields do not filter.
 type AuditQuery struct {

@@ -47,19 +47,30 @@ type auditWriter struct {
 	// The statements of a batch, prepared once on the write connection:
 	// the head of the chain, and inserts of one row and of auditChunk rows.
 	head, insert1, insertN *sql.Stmt
+	// args holds a batch's statement arguments; only the writer's
+	// goroutine uses it.
+	args []any
+
+	// commitMu is held by whoever commits: the writer's goroutine, or a
+	// lone caller committing its own rows (commitAlone).
+	commitMu sync.Mutex
 
 	mu     sync.Mutex
 	queue  []*auditReq
 	closed bool
-	wake   chan struct{} // holds a token when the queue grew or the writer is closing
-	done   chan struct{} // closed when the writer has drained and ended
+	// alone says the writer's last batch held one request and no other
+	// was waiting: a caller that then finds the queue empty commits its
+	// rows itself, without handing them to the writer and back.
+	alone bool
+	wake  chan struct{} // holds a token when the queue grew or the writer is closing
+	done  chan struct{} // closed when the writer has drained and ended
 }
 
 // maxCommitDelay bounds how long the writer waits for a batch to fill.
 const maxCommitDelay = time.Millisecond
 
 func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
-	w := &auditWriter{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &auditWriter{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), alone: true}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -99,14 +110,37 @@ func (w *auditWriter) submit(req *auditReq) error {
 	return nil
 }
 
+// commitAlone commits req on the caller's goroutine when no other append
+// is queued or committing and the load is light; it reports whether it
+// did (and answered req). Under load the writer's batches are left whole.
+func (w *auditWriter) commitAlone(req *auditReq) bool {
+	w.mu.Lock()
+	ok := w.alone && len(w.queue) == 0 && !w.closed
+	w.mu.Unlock()
+	if !ok || !w.commitMu.TryLock() {
+		return false
+	}
+	defer w.commitMu.Unlock()
+	w.mu.Lock()
+	ok = len(w.queue) == 0 && !w.closed
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.commit([]*auditReq{req})
+	return true
+}
+
 // close stops taking requests, commits those queued and waits for the
-// writer to end.
+// writer, and any caller committing alone, to end.
 func (w *auditWriter) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
 	w.signal()
 	<-w.done
+	w.commitMu.Lock()
+	defer w.commitMu.Unlock()
 	w.closeStmts()
 }
 
@@ -130,10 +164,13 @@ func (w *auditWriter) run() {
 			return // closed and drained
 		}
 		start := time.Now()
+		w.commitMu.Lock()
 		w.commit(batch)
+		w.commitMu.Unlock()
 		took := time.Since(start)
 		w.mu.Lock()
 		waiting := len(w.queue)
+		w.alone = len(batch) == 1 && waiting == 0
 		w.mu.Unlock()
 		// The callers active now: those just answered and those that
 		// queued during the commit.
@@ -234,6 +271,16 @@ func insertAudit(n int) string {
 		strings.Repeat(row+", ", n-1) + row
 }
 
+// clear0 empties args, dropping its references to the rows written, and
+// keeps it for the next batch unless a huge batch grew it.
+func clear0(args []any) []any {
+	clear(args)
+	if cap(args) > 64*auditChunk*11 {
+		return nil
+	}
+	return args[:0]
+}
+
 // auditChunk is how many rows one prepared INSERT writes: fewer calls into
 // SQLite per row, and a statement small enough to keep in memory.
 const auditChunk = 16
@@ -251,14 +298,19 @@ func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditR
 		total += len(req.rows)
 	}
 	const cols = 11
-	args := make([]any, 0, cols*total)
+	// The arguments' slice is the writer's own, kept between batches.
+	args := w.args[:0]
+	defer func() { w.args = clear0(args) }()
+	recs := make([]portcullis.AuditRecord, total)
 	out := make([][]portcullis.AuditRecord, len(reqs))
+	k := 0
 	for i, req := range reqs {
-		out[i] = make([]portcullis.AuditRecord, len(req.rows))
-		for j, r := range req.rows {
+		out[i] = recs[k : k+len(req.rows) : k+len(req.rows)]
+		for _, r := range req.rows {
 			seq++
 			h := portcullis.ChainHash(prev, seq, r.body)
-			out[i][j] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			recs[k] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			k++
 			args = append(args, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h)
 			prev = h
 		}
@@ -325,8 +377,10 @@ func (s *Store) AppendAudit(ctx context.Context, evs ...portcullis.AuditEvent) (
 			agent: ev.Agent, tool: ev.Tool, outcome: string(ev.Outcome), body: body,
 		}
 	}
-	if err := s.audit.submit(req); err != nil {
-		return nil, fmt.Errorf("sqlite: append audit: %w", err)
+	if !s.audit.commitAlone(req) {
+		if err := s.audit.submit(req); err != nil {
+			return nil, fmt.Errorf("sqlite: append audit: %w", err)
+		}
 	}
 	// Wait for the commit even if ctx ends meanwhile: the answer must say
 	// whether the rows were written.

@@ -30,6 +30,10 @@ func (s *Store) PutBlock(ctx context.Context, b portcullis.Block) error {
 
 const selectBlocks = `SELECT agent, reason, challenge_id, decision_id, created_at FROM blocks`
 
+// selectBlock reads one agent's block; prepared once (Store.blockStmt),
+// since every decision reads it.
+const selectBlock = selectBlocks + ` WHERE agent = ?`
+
 func scanBlock(sc scanner) (portcullis.Block, error) {
 	var b portcullis.Block
 	var created int64
@@ -45,7 +49,7 @@ func (s *Store) Block(ctx context.Context, agent string) (portcullis.Block, bool
 	if err := s.read(ctx, "block"); err != nil {
 		return portcullis.Block{}, false, err
 	}
-	b, err := scanBlock(s.rdb.QueryRowContext(ctx, selectBlocks+` WHERE agent = ?`, agent))
+	b, err := scanBlock(s.blockStmt.QueryRowContext(ctx, agent))
 	if errors.Is(err, sql.ErrNoRows) {
 		return portcullis.Block{}, false, nil
 	}

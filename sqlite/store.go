@@ -102,6 +102,7 @@ type Store struct {
 	ckdb *sql.DB // one connection for WAL checkpoints, off the writers' path
 
 	grantsStmt *sql.Stmt // the candidates for UseGrant, on rdb
+	blockStmt  *sql.Stmt // an agent's block, on rdb: read by every decision
 
 	audit   *auditWriter
 	changed broadcast     // signalled after every local write to the changes table
@@ -248,7 +249,7 @@ func (s *Store) openRetrying(ctx context.Context) error {
 			return nil
 		}
 		s.abandon()
-		s.wdb, s.rdb, s.ckdb, s.grantsStmt = nil, nil, nil, nil
+		s.wdb, s.rdb, s.ckdb, s.grantsStmt, s.blockStmt = nil, nil, nil, nil, nil
 		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
@@ -311,6 +312,9 @@ func (s *Store) open(ctx context.Context) error {
 	s.rdb.SetConnMaxLifetime(0)
 	s.rdb.SetConnMaxIdleTime(0)
 	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, coveringGrant); err != nil {
+		return s.openErr(err)
+	}
+	if s.blockStmt, err = s.rdb.PrepareContext(ctx, selectBlock); err != nil {
 		return s.openErr(err)
 	}
 	if s.ckdb, err = sql.Open("sqlite", s.dsn(connCheckpoint)); err != nil {
@@ -464,11 +468,13 @@ type queryer interface {
 // checkSchema returns the file's schema version, refusing a file of a newer
 // schema or of another program.
 func (s *Store) checkSchema(ctx context.Context, q queryer, latest int) (int, error) {
+	// One statement, so one snapshot: read apart, another process's
+	// migration could commit between the version and the count of tables,
+	// and a new store would look like another program's file.
 	var version, appID, tables int
-	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return 0, s.openErr(err)
-	}
-	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+	err := q.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version),
+		(SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_schema)`).Scan(&version, &appID, &tables)
+	if err != nil {
 		return 0, s.openErr(err)
 	}
 	if appID != 0 && appID != applicationID {
@@ -478,9 +484,6 @@ func (s *Store) checkSchema(ctx context.Context, q queryer, latest int) (int, er
 		return 0, fmt.Errorf("sqlite: open %s: the database was written by a newer Portcullis (schema %d, this binary knows up to %d); upgrade Portcullis", s.path, version, latest)
 	}
 	if version == 0 {
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
-			return 0, s.openErr(err)
-		}
 		if tables > 0 {
 			return 0, fmt.Errorf("sqlite: open %s: the file is a SQLite database of another program (it has tables but no Portcullis schema version), not a Portcullis store", s.path)
 		}
@@ -514,8 +517,10 @@ func (s *Store) abandon() {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	if s.grantsStmt != nil {
-		errs = append(errs, s.grantsStmt.Close())
+	for _, stmt := range []*sql.Stmt{s.grantsStmt, s.blockStmt} {
+		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
