@@ -63,8 +63,13 @@ var layers = map[string][]string{
 	"validator":                  {"", "validator/internal/failure"},
 	"validator/anthropic":        {"", "validator/internal/failure"},
 	"validator/openai":           {"", "validator/internal/failure"},
-	// The validator a policy asks for, built from its providers.
-	"validator/providers": {"", "validator", "validator/anthropic", "validator/openai", "validator/command"},
+	// The validator a policy asks for, built from its providers: the
+	// model providers through the provider program (validator/remote),
+	// whose SDKs the gateway does not link.
+	"validator/providers": {"", "validator", "validator/command", "validator/remote"},
+	// The provider program's protocol, both sides.
+	"validator/remote":            {"", "validator", "validator/internal/failure"},
+	"validator/remote/remotetest": {"validator/remote"},
 	// The state directory and the store a URL names in it.
 	"state": {"", "sqlite", "postgres"},
 	// The clients' configuration files; init's starter policy is the
@@ -257,4 +262,37 @@ func showAll(ps []string) []string {
 		out[i] = show(p)
 	}
 	return out
+}
+
+// TestGatewayLinksNoLLMSDK: the gateway's binary does not link the LLM
+// providers' SDKs, whose package initialisation would keep megabytes of it
+// resident in every gateway, validator or not; they are linked only into
+// cmd/portcullis-provider, which the gateway starts when a policy
+// configures them (docs/ARCHITECTURE.md, "The provider process").
+func TestGatewayLinksNoLLMSDK(t *testing.T) {
+	sdks := []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go"}
+	for _, tc := range []struct {
+		cmd   string
+		links bool
+	}{
+		{"./cmd/portcullis", false},
+		{"./cmd/portcullis-provider", true},
+	} {
+		out, err := exec.Command("go", "list", "-deps", tc.cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tc.cmd, err, out)
+		}
+		for _, sdk := range sdks {
+			linked := false
+			for _, p := range strings.Fields(string(out)) {
+				if p == sdk || strings.HasPrefix(p, sdk+"/") {
+					linked = true
+					break
+				}
+			}
+			if linked != tc.links {
+				t.Errorf("%s links %s: %v; want %v", tc.cmd, sdk, linked, tc.links)
+			}
+		}
+	}
 }

@@ -5,7 +5,8 @@
 //
 // It builds the prompt, parses the answer, caches verdicts and bounds the
 // model call in time; the transport is a portcullis.Model (validator/anthropic,
-// validator/openai, validator/command, or a fake in tests). Two modes:
+// validator/openai — in a gateway, asked through the provider program by
+// validator/remote — validator/command, or a fake in tests). Two modes:
 //
 //   - stateless (h-cli's "Asimov" gate): the model sees the ground
 //     rules file and the action, nothing else — no conversation, no trigger,

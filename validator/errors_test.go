@@ -102,6 +102,12 @@ func TestProviderErrorsAreNotTheAgents(t *testing.T) {
 	local := providers[1]
 	local.name, local.key, local.status = "openai local", localKey, http.StatusBadGateway
 	providers = append(providers, local)
+	// The same, asked through the provider program, as a gateway asks.
+	for _, p := range providers[:3] {
+		p.name += " through portcullis-provider"
+		p.model = throughProgram(strings.Fields(p.name)[0])
+		providers = append(providers, p)
+	}
 	for _, p := range providers {
 		for name, echo := range echoes {
 			t.Run(p.name+"/"+name, func(t *testing.T) {

@@ -200,6 +200,13 @@ var providersUnderTest = []providerUnderTest{
 	{"openai", httpProvider(openaiReply, newOpenAI)},
 	{"openai choices", httpProvider(openaiChoicesReply, newOpenAI)},
 	{"command", commandModel},
+	{"anthropic through portcullis-provider", httpProvider(anthropicReply, withKey(throughProgram("anthropic"), "sk-ant-api03-test"))},
+	{"openai choices through portcullis-provider", httpProvider(openaiChoicesReply, withKey(throughProgram("openai"), "sk-proj-test"))},
+}
+
+// withKey is newModel with the key given.
+func withKey(newModel func(t *testing.T, url, key string, c *http.Client) portcullis.Model, key string) func(t *testing.T, url string, c *http.Client) portcullis.Model {
+	return func(t *testing.T, url string, c *http.Client) portcullis.Model { return newModel(t, url, key, c) }
 }
 
 // TestOneVerdictOrNone: on every provider, a reply that carries more than

@@ -20,6 +20,8 @@ import (
 	"github.com/portcullis/portcullis/loadgen"
 	"github.com/portcullis/portcullis/postgres"
 	"github.com/portcullis/portcullis/sqlite"
+	"github.com/portcullis/portcullis/validator/providers"
+	"github.com/portcullis/portcullis/validator/remote/remotetest"
 )
 
 // checkAudit opens the gateway's SQLite store and checks the run against
@@ -224,6 +226,7 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // allows come back once the provider answers again.
 func TestFaultValidatorTimesOutMidLoad(t *testing.T) {
 	needFaults(t)
+	t.Setenv(providers.ProgramEnv, remotetest.Build(t, t.TempDir()))
 	fake := &fakeOpenAI{}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -91,6 +92,21 @@ func TestGoInstall(t *testing.T) {
 	if out, err := exec.Command(bin, "help").Output(); err != nil || !strings.Contains(string(out), "portcullis version") {
 		t.Errorf("portcullis help: %v\n%s", err, out)
 	}
+	// The provider program installs beside it, as the README says.
+	cmd = exec.Command("go", "install", "../portcullis-provider")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./cmd/portcullis-provider: %v\n%s", err, out)
+	}
+	provider := filepath.Join(gobin, "portcullis-provider")
+	if runtime.GOOS == "windows" {
+		provider += ".exe"
+	}
+	out, err = exec.Command(provider, "--help").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "The Portcullis gateway starts this program") {
+		t.Errorf("portcullis-provider --help = %v\n%s; want exit status 2 and its usage", err, out)
+	}
 }
 
 // TestGoreleaserConfig checks .goreleaser.yaml against the code: every
@@ -124,16 +140,19 @@ func TestGoreleaserConfig(t *testing.T) {
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
 		t.Fatalf(".goreleaser.yaml: %v", err)
 	}
-	if cfg.Version != 2 || len(cfg.Builds) != 1 || len(cfg.Archives) != 1 {
-		t.Fatalf(".goreleaser.yaml: version %d, %d builds, %d archives; want version 2, one of each", cfg.Version, len(cfg.Builds), len(cfg.Archives))
+	if cfg.Version != 2 || len(cfg.Builds) != 2 || len(cfg.Archives) != 1 {
+		t.Fatalf(".goreleaser.yaml: version %d, %d builds, %d archives; want version 2, two builds (portcullis and portcullis-provider), one archive", cfg.Version, len(cfg.Builds), len(cfg.Archives))
+	}
+	for i, name := range []string{"portcullis", "portcullis-provider"} {
+		b := cfg.Builds[i]
+		if b.Main != "./cmd/"+name || b.Binary != name || !slices.Contains(b.Env, "CGO_ENABLED=0") {
+			t.Errorf("build %d = %+v; want ./cmd/%s as %s with CGO_ENABLED=0", i, b, name, name)
+		}
+		if !cmp.Equal(b.Goos, []string{"linux", "darwin", "windows"}) || !cmp.Equal(b.Goarch, []string{"amd64", "arm64"}) {
+			t.Errorf("%s: platforms %v × %v; want linux, darwin, windows × amd64, arm64", name, b.Goos, b.Goarch)
+		}
 	}
 	b := cfg.Builds[0]
-	if b.Main != "./cmd/portcullis" || b.Binary != "portcullis" || !slices.Contains(b.Env, "CGO_ENABLED=0") {
-		t.Errorf("build = %+v; want ./cmd/portcullis as portcullis with CGO_ENABLED=0", b)
-	}
-	if !cmp.Equal(b.Goos, []string{"linux", "darwin", "windows"}) || !cmp.Equal(b.Goarch, []string{"amd64", "arm64"}) {
-		t.Errorf("platforms %v × %v; want linux, darwin, windows × amd64, arm64", b.Goos, b.Goarch)
-	}
 	vars := packageStringVars(t, "version.go")
 	targets := regexp.MustCompile(`-X main\.(\w+)=`).FindAllStringSubmatch(strings.Join(b.Ldflags, " "), -1)
 	if len(targets) != 3 {

@@ -4,22 +4,34 @@
 // from the environment variable `validator.apiKeyEnv` names (never from the
 // policy), behind package validator's prompts, parsing, retries and budget.
 //
+// The Anthropic and OpenAI providers run in the program
+// portcullis-provider (package validator/remote), so that a binary that
+// builds validators does not link their SDKs: it is found beside the
+// running executable, then in PATH, unless ProgramEnv names it.
+//
 // It reads no environment of its own: the caller passes how to look a
 // variable up.
 package providers
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/portcullis/portcullis"
 	"github.com/portcullis/portcullis/validator"
-	"github.com/portcullis/portcullis/validator/anthropic"
 	"github.com/portcullis/portcullis/validator/command"
-	"github.com/portcullis/portcullis/validator/openai"
+	"github.com/portcullis/portcullis/validator/remote"
 )
+
+// ProgramEnv names the environment variable that, when set, is the path of
+// the provider program, instead of looking for it.
+const ProgramEnv = "PORTCULLIS_PROVIDER_PROGRAM"
 
 // Getenv looks up an environment variable ("" when it is not set), as
 // os.Getenv does.
@@ -72,14 +84,14 @@ func Model(cfg *portcullis.ValidatorConfig, getenv Getenv) (portcullis.Model, er
 		if key == "" {
 			return nil, fmt.Errorf("the anthropic provider needs an API key: set the environment variable %s (validator.apiKeyEnv)", keyEnv)
 		}
-		m, err = anthropic.New(anthropic.Options{Model: cfg.Model, APIKey: key, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout})
+		m, err = remoteModel(cfg, key, getenv)
 	case "openai":
 		// With a baseURL it speaks to any OpenAI-compatible server
 		// (ollama, vLLM, llama.cpp), which may need no key.
 		if key == "" && cfg.BaseURL == "" {
 			return nil, fmt.Errorf("the openai provider needs an API key: set the environment variable %s (validator.apiKeyEnv), or a baseURL for a local server", keyEnv)
 		}
-		m, err = openai.New(openai.Options{Model: cfg.Model, APIKey: key, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout})
+		m, err = remoteModel(cfg, key, getenv)
 	case "command":
 		m, err = command.New(cfg.Command, command.Options{})
 	default:
@@ -89,6 +101,77 @@ func Model(cfg *portcullis.ValidatorConfig, getenv Getenv) (portcullis.Model, er
 		return nil, err
 	}
 	return m, nil
+}
+
+// remoteModel is the provider cfg names, asked through the provider
+// program.
+func remoteModel(cfg *portcullis.ValidatorConfig, key string, getenv Getenv) (portcullis.Model, error) {
+	prog, err := Program(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("the %s provider runs in a program of its own: %w", cfg.Provider, err)
+	}
+	return remote.New(remote.Options{
+		Program: prog,
+		Config:  remote.Config{Provider: cfg.Provider, Model: cfg.Model, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout},
+		APIKey:  key,
+	})
+}
+
+// Program finds the provider program: the path ProgramEnv names, else
+// portcullis-provider beside the running executable, else in the PATH
+// getenv gives. Not finding it is an error that says how to install it.
+func Program(getenv Getenv) (string, error) {
+	name := remote.Program
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	if p := getenv(ProgramEnv); p != "" {
+		// Absolute: started later, it must be the file checked now.
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			err = executable(abs)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s=%s: %w", ProgramEnv, p, err)
+		}
+		return abs, nil
+	}
+	var looked []string
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if p := filepath.Join(dir, name); executable(p) == nil {
+			return p, nil
+		}
+		looked = append(looked, "beside "+exe)
+	}
+	for _, dir := range filepath.SplitList(getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			// A relative PATH entry would find a program by the
+			// working directory of the moment.
+			continue
+		}
+		if p := filepath.Join(dir, name); executable(p) == nil {
+			return p, nil
+		}
+	}
+	looked = append(looked, "in PATH")
+	return "", fmt.Errorf("%s is not installed (looked %s): install it with %s, or set %s to its path",
+		remote.Program, strings.Join(looked, " and "), remote.Install, ProgramEnv)
+}
+
+// executable is nil when path is a file this process may run.
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0 {
+		return &fs.PathError{Op: "run", Path: path, Err: errors.New("not executable")}
+	}
+	return nil
 }
 
 // APIKey reads the validator's API key from the environment variable env,

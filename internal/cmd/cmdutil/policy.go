@@ -40,12 +40,18 @@ func AgentPolicyPath(env *Env, flagValue string, stderr io.Writer) string {
 
 // BuildGate is gate.Load with what the command line knows: the policy's
 // validator (providers.New, its API key from the environment variable the
-// policy names), this binary protected like the policy and state (an
-// agent's command that touches it is blocked), the home directory ~
+// policy names), this binary and the validator's provider program protected
+// like the policy and state (an agent's command that touches them is
+// blocked), the home directory ~
 // stands for. A policy that does not load is bad input.
 func BuildGate(env *Env, path string, stderr io.Writer, opts ...gate.Option) (*gate.Gate, error) {
 	if exe, err := env.Exe(); err == nil {
 		opts = append(opts, gate.WithProtectedPaths(exe))
+	}
+	// The provider program answers for the validator: an agent that could
+	// replace it could answer for it.
+	if prog, err := providers.Program(env.Getenv); err == nil {
+		opts = append(opts, gate.WithProtectedPaths(prog))
 	}
 	if home, err := env.Home(); err == nil {
 		opts = append(opts, gate.WithHomeDir(home))

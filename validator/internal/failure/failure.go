@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -127,23 +128,28 @@ func maskKey(s, key string) string {
 // credentials are what looks like a secret in a message: API keys of the
 // usual shapes, authorization headers, name=value pairs whose name says
 // secret, credentials in a URL's query or user info, and long opaque
-// tokens. The first group, when there is one, is kept.
-var credentials = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)\b(?:sk|pk|rk)-[a-z0-9_\-]{6,}`),
-	regexp.MustCompile(`(?i)\b(?:AKIA|ASIA)[A-Z0-9]{12,}`),
-	regexp.MustCompile(`(?i)\b((?:bearer|basic)\s+)[a-z0-9._~+/=%\-]{6,}`),
-	regexp.MustCompile(`(?i)\b((?:x-)?(?:api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password|passwd|authorization)["']?\s*[:=]\s*["']?)[^\s"'&,;}]{4,}`),
-	regexp.MustCompile(`(?i)([?&](?:key|api_key|apikey|token|access_token|sig|signature|code)=)[^&\s"'#]+`),
-	regexp.MustCompile(`(?i)(://)[^/\s:@]+:[^/\s@]+@`),
-	regexp.MustCompile(`\b[A-Za-z0-9_\-+/]*(?:[0-9][A-Za-z_\-+/]|[A-Za-z_\-+/][0-9])[A-Za-z0-9_\-+/]*={0,2}`),
-}
+// tokens. The first group, when there is one, is kept. Compiled when first
+// needed, not at start: a process that never masks a message (a gateway
+// with no validator) does not pay for them.
+var credentials = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\b(?:sk|pk|rk)-[a-z0-9_\-]{6,}`),
+		regexp.MustCompile(`(?i)\b(?:AKIA|ASIA)[A-Z0-9]{12,}`),
+		regexp.MustCompile(`(?i)\b((?:bearer|basic)\s+)[a-z0-9._~+/=%\-]{6,}`),
+		regexp.MustCompile(`(?i)\b((?:x-)?(?:api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password|passwd|authorization)["']?\s*[:=]\s*["']?)[^\s"'&,;}]{4,}`),
+		regexp.MustCompile(`(?i)([?&](?:key|api_key|apikey|token|access_token|sig|signature|code)=)[^&\s"'#]+`),
+		regexp.MustCompile(`(?i)(://)[^/\s:@]+:[^/\s@]+@`),
+		regexp.MustCompile(`\b[A-Za-z0-9_\-+/]*(?:[0-9][A-Za-z_\-+/]|[A-Za-z_\-+/][0-9])[A-Za-z0-9_\-+/]*={0,2}`),
+	}
+})
 
 // Mask replaces anything in s that looks like a credential with
 // "[redacted]", whatever key it belongs to: for text from a provider or a
 // program (an error body, a program's standard error) that goes to a log.
 func Mask(s string) string {
-	for i, re := range credentials {
-		if i == len(credentials)-1 {
+	res := credentials()
+	for i, re := range res {
+		if i == len(res)-1 {
 			s = re.ReplaceAllStringFunc(s, func(m string) string {
 				if len(m) < 32 {
 					return m

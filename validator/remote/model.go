@@ -1,0 +1,395 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/portcullis/portcullis"
+	"github.com/portcullis/portcullis/validator/internal/failure"
+)
+
+// Defaults of Options.
+const (
+	DefaultStartTimeout = 30 * time.Second
+	DefaultRestartDelay = time.Second
+	// stderrKept bounds the program's standard error kept for a message.
+	stderrKept = 4 << 10
+)
+
+// Options configure a Model.
+type Options struct {
+	// Program is the provider program's path. Required.
+	Program string
+	// Config is what the program builds. Provider and Model are required.
+	Config Config
+	// APIKey goes to the program in its environment (KeyEnv); "" when the
+	// provider needs none.
+	APIKey string
+	// Env is the program's environment besides the key; nil means this
+	// process's.
+	Env []string
+	// StartTimeout bounds a start, up to the program's hello, on top of
+	// the asking caller's context. Default DefaultStartTimeout.
+	StartTimeout time.Duration
+	// RestartDelay is the least time between two starts: a program that
+	// fails at once is not started for every question. Until it has
+	// passed, questions fail with the last start's error. Default
+	// DefaultRestartDelay.
+	RestartDelay time.Duration
+}
+
+// Model asks the provider through the program, which it starts when first
+// asked and again when it has exited. It is safe for concurrent use.
+type Model struct {
+	opts Options
+	name string
+	ids  atomic.Uint64
+
+	mu      sync.Mutex
+	proc    *process
+	started time.Time // of the last start
+	lastErr error     // why the last process failed to start or exited
+	closed  bool
+}
+
+var _ portcullis.Model = (*Model)(nil)
+
+// New returns a Model for opts. It starts nothing: the program starts when
+// first asked.
+func New(opts Options) (*Model, error) {
+	switch {
+	case opts.Program == "":
+		return nil, errors.New("remote: no program given")
+	case opts.Config.Provider == "" || strings.TrimSpace(opts.Config.Model) == "":
+		return nil, errors.New("remote: the provider and the model are required")
+	case opts.Config.Timeout < 0 || opts.StartTimeout < 0 || opts.RestartDelay < 0:
+		return nil, errors.New("remote: negative timeout or delay")
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.RestartDelay == 0 {
+		opts.RestartDelay = DefaultRestartDelay
+	}
+	opts.Config.Protocol = Protocol
+	return &Model{opts: opts, name: opts.Config.Provider + "/" + opts.Config.Model}, nil
+}
+
+// Name returns the provider, "/" and the model, as the provider itself
+// names it: "anthropic/claude-haiku-4-5".
+func (m *Model) Name() string { return m.name }
+
+// Ask passes p to the program and returns its answer, or the provider's
+// error as an *Error. The program exiting under a question is a retryable
+// *Error; the caller's context ending abandons the question (the program
+// is told to cancel it).
+func (m *Model) Ask(ctx context.Context, p portcullis.ModelPrompt) (portcullis.ModelAnswer, error) {
+	pr, err := m.process(ctx)
+	if err != nil {
+		return portcullis.ModelAnswer{}, err
+	}
+	return pr.ask(ctx, m.ids.Add(1), p)
+}
+
+// Close ends the program, if it runs, by closing its standard input, and
+// waits for it to exit (killing it when it does not within a few seconds).
+// Questions asked after Close fail.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	pr := m.proc
+	m.proc, m.closed = nil, true
+	m.mu.Unlock()
+	if pr == nil {
+		return nil
+	}
+	pr.stdin.Close()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-pr.done:
+	case <-t.C:
+		pr.kill()
+		<-pr.done
+	}
+	return nil
+}
+
+// Pid returns the process id of the running program, 0 when none runs.
+func (m *Model) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil || m.proc.exited() {
+		return 0
+	}
+	return m.proc.cmd.Process.Pid
+}
+
+// process returns the running program, starting it when none runs.
+func (m *Model) process(ctx context.Context) (*process, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, &Error{msg: m.name + ": the provider program was closed"}
+	}
+	if m.proc != nil {
+		if !m.proc.exited() {
+			return m.proc, nil
+		}
+		m.lastErr = m.proc.err
+		m.proc = nil
+	}
+	if m.lastErr != nil && time.Since(m.started) < m.opts.RestartDelay {
+		return nil, m.lastErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", m.name, err), cause: err}
+	}
+	started := time.Now()
+	pr, err := m.start(ctx)
+	if err != nil {
+		// A start abandoned by its caller says nothing of the program:
+		// the next caller starts it again.
+		if ctx.Err() == nil {
+			m.started, m.lastErr = started, err
+		}
+		return nil, err
+	}
+	m.started = started
+	m.proc, m.lastErr = pr, nil
+	return pr, nil
+}
+
+// process is one run of the program.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *headBuffer
+	kill   func()
+
+	wmu sync.Mutex // one line at a time on stdin
+	enc *json.Encoder
+
+	mu      sync.Mutex
+	pending map[uint64]chan response
+	done    chan struct{} // closed when the program has exited
+	err     *Error        // why, once done is closed
+}
+
+func (m *Model) start(ctx context.Context) (*process, error) {
+	fail := func(format string, args ...any) *Error {
+		return &Error{msg: m.name + ": " + fmt.Sprintf(format, args...)}
+	}
+	cmd := exec.Command(m.opts.Program)
+	env := m.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, KeyEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if m.opts.APIKey != "" {
+		cmd.Env = append(cmd.Env, KeyEnv+"="+m.opts.APIKey)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fail("start %s: %v", m.opts.Program, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fail("start %s: %v", m.opts.Program, err)
+	}
+	pr := &process{
+		name:    m.name,
+		cmd:     cmd,
+		stdin:   stdin,
+		stderr:  &headBuffer{max: stderrKept},
+		enc:     json.NewEncoder(stdin),
+		pending: map[uint64]chan response{},
+		done:    make(chan struct{}),
+	}
+	cmd.Stderr = pr.stderr
+	pr.kill = ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fail("start %s: %v", m.opts.Program, err)
+	}
+	dec := json.NewDecoder(bufio.NewReader(stdout))
+	hi := make(chan error, 1)
+	var h hello
+	go func() {
+		if err := pr.enc.Encode(m.opts.Config); err != nil {
+			hi <- err
+			return
+		}
+		hi <- dec.Decode(&h)
+	}()
+	t := time.NewTimer(m.opts.StartTimeout)
+	defer t.Stop()
+	var startErr *Error
+	select {
+	case err := <-hi:
+		switch {
+		case err != nil:
+			startErr = fail("%s did not start: %v", m.opts.Program, err)
+		case h.Error != "":
+			startErr = fail("%s", h.Error)
+		case h.Protocol != Protocol:
+			startErr = fail("%s speaks protocol %d, this gateway %d: install the same version of both: %s", m.opts.Program, h.Protocol, Protocol, Install)
+		}
+	case <-ctx.Done():
+		startErr = &Error{msg: fmt.Sprintf("%s: request abandoned while %s started: %v", m.name, Program, ctx.Err()), cause: ctx.Err()}
+	case <-t.C:
+		startErr = fail("%s did not start within %v", m.opts.Program, m.opts.StartTimeout)
+	}
+	if startErr != nil {
+		pr.kill()
+		stdin.Close()
+		_ = cmd.Wait() // killed: the error is startErr
+		startErr.msg += pr.stderr.lines()
+		return nil, startErr
+	}
+	go pr.read(dec)
+	return pr, nil
+}
+
+// read hands each answer to its question until the program's output ends
+// or is not a response; then the program is ended and every question
+// still waiting fails.
+func (pr *process) read(dec *json.Decoder) {
+	var err error
+	for {
+		var r response
+		if err = dec.Decode(&r); err != nil {
+			break
+		}
+		pr.mu.Lock()
+		ch := pr.pending[r.ID]
+		delete(pr.pending, r.ID)
+		pr.mu.Unlock()
+		if ch != nil {
+			ch <- r
+		}
+	}
+	pr.kill()
+	pr.stdin.Close()
+	werr := pr.cmd.Wait()
+	why := "exited"
+	switch {
+	case werr != nil:
+		why = "exited: " + werr.Error()
+	case !errors.Is(err, io.EOF):
+		why = "wrote what is not a response: " + err.Error()
+	}
+	pr.mu.Lock()
+	pr.err = &Error{msg: fmt.Sprintf("%s: %s %s%s", pr.name, Program, why, pr.stderr.lines()), retryable: true}
+	pr.pending = nil
+	pr.mu.Unlock()
+	close(pr.done)
+}
+
+func (pr *process) exited() bool {
+	select {
+	case <-pr.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (pr *process) ask(ctx context.Context, id uint64, p portcullis.ModelPrompt) (portcullis.ModelAnswer, error) {
+	ch := make(chan response, 1)
+	pr.mu.Lock()
+	if pr.pending == nil {
+		pr.mu.Unlock()
+		<-pr.done
+		return portcullis.ModelAnswer{}, pr.err
+	}
+	pr.pending[id] = ch
+	pr.mu.Unlock()
+	if err := pr.write(request{ID: id, Prompt: toPrompt(p)}); err != nil {
+		// The program has gone: read sees its output end.
+		<-pr.done
+		return portcullis.ModelAnswer{}, pr.err
+	}
+	select {
+	case r := <-ch:
+		return r.result(pr.name)
+	case <-pr.done:
+		select {
+		case r := <-ch:
+			return r.result(pr.name)
+		default:
+			return portcullis.ModelAnswer{}, pr.err
+		}
+	case <-ctx.Done():
+		pr.mu.Lock()
+		if pr.pending != nil {
+			delete(pr.pending, id)
+		}
+		pr.mu.Unlock()
+		go pr.write(request{ID: id, Cancel: true}) // a program that has gone cannot be told
+		return portcullis.ModelAnswer{}, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", pr.name, ctx.Err()), cause: ctx.Err()}
+	}
+}
+
+func (pr *process) write(r request) error {
+	pr.wmu.Lock()
+	defer pr.wmu.Unlock()
+	return pr.enc.Encode(r)
+}
+
+func (r response) result(name string) (portcullis.ModelAnswer, error) {
+	switch {
+	case r.Error != nil:
+		return portcullis.ModelAnswer{}, r.Error.err()
+	case r.Answer != nil:
+		return r.Answer.model(), nil
+	}
+	return portcullis.ModelAnswer{}, &Error{msg: name + ": " + Program + " answered with neither an answer nor an error"}
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// lines returns ": " and the first lines of what was written, credentials
+// masked; "" when nothing was.
+func (h *headBuffer) lines() string {
+	h.mu.Lock()
+	s := strings.TrimSpace(string(h.b))
+	h.mu.Unlock()
+	if s == "" {
+		return ""
+	}
+	ls := strings.SplitN(s, "\n", 6)
+	if len(ls) > 5 {
+		ls = ls[:5]
+	}
+	s = failure.Cut(strings.Join(ls, "; "))
+	return ": " + failure.Mask(s)
+}
