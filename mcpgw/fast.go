@@ -56,12 +56,16 @@ func (g *Gateway) callRaw(ctx context.Context, fc *frameConn, e *toolEntry, tc *
 		return nil, nil, false, err
 	}
 	defer fc.forget(id)
-	name, err := json.Marshal(e.name)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
+	name := e.nameJSON
+	if name == nil {
+		var err error
+		if name, err = json.Marshal(e.name); err != nil {
+			return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
+		}
 	}
 	args := forwardedArgs(tc.args)
-	b := make([]byte, 0, 80+len(id)+len(name)+len(args)+len(tc.rawMeta))
+	// The frame's fixed text, the newline writeLine adds, and _meta's key.
+	b := make([]byte, 0, 96+len(id)+len(name)+len(args)+len(tc.rawMeta))
 	b = append(b, `{"jsonrpc":"2.0","id":"`...)
 	b = append(b, id...)
 	b = append(b, `","method":"tools/call","params":{"name":`...)
@@ -221,6 +225,7 @@ type stdioFront struct {
 
 	mu     sync.Mutex
 	calls  map[string]context.CancelFunc // fast calls in flight, by idKey
+	nfast  atomic.Int32                  // len(calls), read without mu
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -294,20 +299,23 @@ func (f *stdioFront) cancelAll() {
 }
 
 // ready says whether the fast path may answer the session's calls: it
-// has initialized, with a protocol the fast path speaks.
+// has initialized, and the protocol the server agreed to (not the one the
+// client asked for) is one the fast path speaks.
 func (f *stdioFront) ready() bool {
 	if !f.s.initialized.Load() {
 		return false
 	}
 	ip := f.s.ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion != "" && ip.ProtocolVersion < fastProtocol
+	return ip != nil && negotiated(ip.ProtocolVersion) < fastProtocol
 }
 
 // take answers a line on the fast path, or says it is the SDK's. A
 // cancellation of a fast call cancels it (and goes to the SDK too, which
 // knows no such request).
 func (f *stdioFront) take(line []byte) bool {
-	if !bytes.Contains(line, []byte("tools/call")) && !bytes.Contains(line, []byte("notifications/cancelled")) {
+	// While fast calls are in flight every request is read for its id.
+	busy := f.nfast.Load() > 0
+	if !busy && !bytes.Contains(line, []byte("tools/call")) && !bytes.Contains(line, []byte("notifications/cancelled")) {
 		return false
 	}
 	if !f.ready() {
@@ -321,6 +329,13 @@ func (f *stdioFront) take(line []byte) bool {
 	if string(m.method) == "notifications/cancelled" && m.id == nil {
 		f.cancelled(trimmed)
 		return false
+	}
+	if m.hasMethod && m.id != nil && f.holds(idKey(m.id)) {
+		// As the SDK does with a request whose id is in flight: no
+		// answer, so the client gets one answer under the id, the
+		// call's in flight.
+		f.g.log.Debug("a request reuses the id of a call in flight; not answered", "session", f.s.id, "id", string(m.id))
+		return true
 	}
 	if !m.toolsCall() {
 		return false
@@ -352,12 +367,14 @@ func (f *stdioFront) take(line []byte) bool {
 	key := idKey(id)
 	ctx, cancel := context.WithCancel(f.ctx)
 	f.mu.Lock()
-	if f.closed || f.calls[key] != nil {
+	// Only this goroutine adds calls, and holds found none under key.
+	if f.closed {
 		f.mu.Unlock()
 		cancel()
 		return false
 	}
 	f.calls[key] = cancel
+	f.nfast.Add(1)
 	f.wg.Add(1)
 	f.mu.Unlock()
 	go func() {
@@ -365,11 +382,19 @@ func (f *stdioFront) take(line []byte) bool {
 		a := f.g.gateCall(ctx, f.s, tc)
 		f.mu.Lock()
 		delete(f.calls, key)
+		f.nfast.Add(-1)
 		f.mu.Unlock()
 		cancel()
 		f.respond(id, a)
 	}()
 	return true
+}
+
+// holds says whether a fast call in flight holds the id key.
+func (f *stdioFront) holds(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[key] != nil
 }
 
 // cancelled cancels the fast call a notifications/cancelled names.

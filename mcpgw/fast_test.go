@@ -137,9 +137,17 @@ type rawClient struct {
 	t   *testing.T
 	w   io.Writer
 	out chan map[string]json.RawMessage
+	// negotiated is the protocol version initialize was answered with.
+	negotiated string
 }
 
 func newRawClient(t *testing.T, serve func(in io.ReadCloser, out io.WriteCloser)) *rawClient {
+	return newRawClientAt(t, fastVersion, serve)
+}
+
+// newRawClientAt is newRawClient asking for the given protocol version in
+// initialize; the client records the version it was answered with.
+func newRawClientAt(t *testing.T, version string, serve func(in io.ReadCloser, out io.WriteCloser)) *rawClient {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	go serve(sr, sw)
@@ -158,8 +166,14 @@ func newRawClient(t *testing.T, serve func(in io.ReadCloser, out io.WriteCloser)
 		close(c.out)
 	}()
 	t.Cleanup(func() { cw.Close(); cr.Close() })
-	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + fastVersion + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	c.recv()
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(c.recv()["result"], &init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	c.negotiated = init.ProtocolVersion
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
 	// A ping's answer says the session has read notifications/initialized.
 	c.send(`{"jsonrpc":"2.0","id":"ready","method":"ping"}`)
@@ -516,5 +530,105 @@ func TestFastPathRefusalsAreTheSDKPathsJSON(t *testing.T) {
 	}
 	if n := tap.rawCalls(); n != 1 {
 		t.Fatalf("the fast path forwarded %d calls; want 1 (read_note with null arguments)", n)
+	}
+}
+
+// A request whose id a fast call holds is refused as the SDK refuses an
+// id in flight on stdio: it gets no answer of its own, so the client gets
+// one answer under that id, the first call's.
+func TestFastPathRefusesAnIDInFlight(t *testing.T) {
+	h, tap := newFastHarness(t, nil)
+	fast := newRawClient(t, func(in io.ReadCloser, out io.WriteCloser) { _ = h.gw.ServeStdio(context.Background(), in, out) })
+	sdk := newRawClient(t, func(in io.ReadCloser, out io.WriteCloser) {
+		if _, err := h.gw.Server().Connect(context.Background(), &mcp.IOTransport{Reader: in, Writer: out}, nil); err != nil {
+			t.Error(err)
+		}
+	})
+	release := sync.OnceFunc(func() { close(h.up.slow) })
+	t.Cleanup(release)
+	clients := map[string]*rawClient{"fast": fast, "sdk": sdk}
+	for _, c := range clients {
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+		select {
+		case <-h.up.slowIn:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow call never reached the upstream")
+		}
+	}
+	if tap.rawCalls() != 1 {
+		t.Fatal("the slow call did not go by the fast path")
+	}
+	for _, c := range clients {
+		// The same id again: a call the fast path would take, one it
+		// leaves to the SDK (a progress token), and another method.
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_note","arguments":{}}}`)
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_note","arguments":{},"_meta":{"progressToken":"p"}}}`)
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+		c.send(`{"jsonrpc":"2.0","id":"between","method":"ping"}`)
+	}
+	for name, c := range clients {
+		if m := c.recv(); string(m["id"]) != `"between"` {
+			t.Fatalf("%s: after a request under an id in flight, the next answer is %v; want the ping's", name, m)
+		}
+	}
+	release()
+	for name, c := range clients {
+		m := c.recv()
+		if string(m["id"]) != "7" || text(resultOf(t, m)) != "done" {
+			t.Fatalf("%s: answer under id 7 = %v; want the slow call's", name, m)
+		}
+		c.send(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)
+		if m := c.recv(); string(m["id"]) != `"last"` {
+			t.Fatalf("%s: a second answer under id 7: %v", name, m)
+		}
+	}
+	if h.up.count("read_note") != 0 {
+		t.Fatal("a call under an id in flight reached the upstream")
+	}
+}
+
+// A client that asks for a protocol the gateway negotiates down (here
+// 2026-07-28 in initialize, answered with 2025-11-25) speaks the
+// negotiated one, so its calls take the fast path.
+func TestFastPathUsesTheNegotiatedProtocol(t *testing.T) {
+	h, tap := newFastHarness(t, nil)
+	c := newRawClientAt(t, "2026-07-28", func(in io.ReadCloser, out io.WriteCloser) { _ = h.gw.ServeStdio(context.Background(), in, out) })
+	if c.negotiated != fastVersion {
+		t.Fatalf("initialize at 2026-07-28 was answered with %q; want %q", c.negotiated, fastVersion)
+	}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_note","arguments":{}}}`)
+	if m := c.recv(); string(m["id"]) != "1" || resultOf(t, m).IsError {
+		t.Fatalf("read_note = %v; want a result", m)
+	}
+	if tap.rawCalls() != 1 {
+		t.Fatal("the call did not take the fast path")
+	}
+}
+
+// A Go SDK client at its default protocol (2026-07-28, a session opened
+// by server/discover) sends the per-request protocol keys in every
+// call's _meta. They describe its session with the gateway, not the
+// gateway's with the upstream: an upstream of an earlier protocol, which
+// checks them, must not receive them. Such a client's calls go by the
+// SDK's path (the fast path speaks the earlier protocols).
+func TestGoSDKClientOfTheNewestProtocol(t *testing.T) {
+	h, tap := newFastHarness(t, nil)
+	cs := h.stdio("")
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("the Go SDK client's session speaks %q; want 2026-07-28", v)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_note", Arguments: map[string]any{"id": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool(read_note) = %v, %v; want a result", res, err)
+	}
+	tap.mu.Lock()
+	for _, l := range tap.lines {
+		if strings.Contains(l, `"tools/call"`) && strings.Contains(l, `io.modelcontextprotocol/`) {
+			t.Errorf("the client's per-request protocol keys reached an upstream of an earlier protocol: %s", l)
+		}
+	}
+	tap.mu.Unlock()
+	if n := tap.rawCalls(); n != 0 {
+		t.Fatalf("the fast path took %d calls of a 2026-07-28 session", n)
 	}
 }

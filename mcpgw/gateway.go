@@ -152,6 +152,33 @@ type session struct {
 	// sdkAt is when a request of the session last went through the SDK's
 	// HTTP handler (Unix nanoseconds), whose idle timer it reset.
 	sdkAt atomic.Int64
+	// ids are the request ids (idKey) in flight on an HTTP session, of
+	// the fast path's calls and of the requests it left to the SDK's
+	// handler, which the session refuses to a second request as the
+	// SDK's handler does (httpfast.go).
+	idsMu sync.Mutex
+	ids   map[string]struct{}
+}
+
+// holdID records a request id in flight on the session, or says it is
+// already.
+func (s *session) holdID(key string) bool {
+	s.idsMu.Lock()
+	defer s.idsMu.Unlock()
+	if _, held := s.ids[key]; held {
+		return false
+	}
+	if s.ids == nil {
+		s.ids = map[string]struct{}{}
+	}
+	s.ids[key] = struct{}{}
+	return true
+}
+
+func (s *session) releaseID(key string) {
+	s.idsMu.Lock()
+	delete(s.ids, key)
+	s.idsMu.Unlock()
 }
 
 type progressRoute struct {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -302,52 +302,137 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 
 // uniqueKeys reports the first key that appears twice in one object of a
 // JSON value (keys compared as decoded: "id" and "\u0069d" are one key).
+// raw is one valid JSON value (decodeArgs has decoded it). It reads the
+// bytes itself: a key is decoded only when it has an escape or invalid
+// UTF-8, and an object's keys are compared without allocating until it
+// has more than a few.
 func uniqueKeys(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	type level struct {
-		keys    map[string]bool // nil for an array
-		wantKey bool
+	k := keyScan{b: raw}
+	return k.value()
+}
+
+// keyScan walks a valid JSON value for uniqueKeys.
+type keyScan struct {
+	b []byte
+	i int
+}
+
+func (k *keyScan) ws() {
+	for k.i < len(k.b) {
+		switch k.b[k.i] {
+		case ' ', '\t', '\n', '\r':
+			k.i++
+		default:
+			return
+		}
 	}
-	var stack []level
+}
+
+// str skips the string at k.i and returns its body (between the quotes)
+// and whether it holds an escape.
+func (k *keyScan) str() (body []byte, esc bool) {
+	start := k.i + 1
+	for k.i = start; k.i < len(k.b); k.i++ {
+		switch k.b[k.i] {
+		case '\\':
+			esc = true
+			k.i++
+		case '"':
+			body = k.b[start:k.i]
+			k.i++
+			return body, esc
+		}
+	}
+	return k.b[start:], esc
+}
+
+func (k *keyScan) value() error {
+	k.ws()
+	if k.i >= len(k.b) {
+		return nil
+	}
+	switch k.b[k.i] {
+	case '{':
+		return k.object()
+	case '[':
+		k.i++
+		for {
+			k.ws()
+			if k.i >= len(k.b) || k.b[k.i] == ']' {
+				k.i++
+				return nil
+			}
+			if k.b[k.i] == ',' {
+				k.i++
+				continue
+			}
+			if err := k.value(); err != nil {
+				return err
+			}
+		}
+	case '"':
+		k.str()
+	default:
+		for k.i < len(k.b) {
+			switch k.b[k.i] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				return nil
+			}
+			k.i++
+		}
+	}
+	return nil
+}
+
+func (k *keyScan) object() error {
+	k.i++
+	var small [8][]byte
+	keys := small[:0]
+	var many map[string]struct{}
 	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
+		k.ws()
+		if k.i >= len(k.b) || k.b[k.i] == '}' {
+			k.i++
 			return nil
 		}
-		if err != nil {
+		if k.b[k.i] == ',' {
+			k.i++
+			continue
+		}
+		quoted := k.i
+		key, esc := k.str()
+		if esc || !utf8.Valid(key) {
+			// As encoding/json reads it: escapes resolved, invalid
+			// UTF-8 replaced.
+			var s string
+			if err := json.Unmarshal(k.b[quoted:k.i], &s); err != nil {
+				return err
+			}
+			key = []byte(s)
+		}
+		if many != nil {
+			if _, dup := many[string(key)]; dup {
+				return fmt.Errorf("the key %q appears twice in one object", key)
+			}
+			many[string(key)] = struct{}{}
+		} else {
+			for _, seen := range keys {
+				if bytes.Equal(seen, key) {
+					return fmt.Errorf("the key %q appears twice in one object", key)
+				}
+			}
+			if keys = append(keys, key); len(keys) > 16 {
+				many = make(map[string]struct{}, 2*len(keys))
+				for _, seen := range keys {
+					many[string(seen)] = struct{}{}
+				}
+			}
+		}
+		k.ws()
+		k.i++ // the colon
+		if err := k.value(); err != nil {
 			return err
 		}
-		top := len(stack) - 1
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				if top >= 0 && stack[top].keys != nil {
-					stack[top].wantKey = true // after this value, a key
-				}
-				l := level{}
-				if d == '{' {
-					l = level{keys: map[string]bool{}, wantKey: true}
-				}
-				stack = append(stack, l)
-			default:
-				stack = stack[:top]
-			}
-			continue
-		}
-		if top < 0 || stack[top].keys == nil {
-			continue
-		}
-		if !stack[top].wantKey {
-			stack[top].wantKey = true // a value read
-			continue
-		}
-		k, _ := tok.(string)
-		if stack[top].keys[k] {
-			return fmt.Errorf("the key %q appears twice in one object", k)
-		}
-		stack[top].keys[k] = true
-		stack[top].wantKey = false
 	}
 }
 
@@ -383,6 +468,10 @@ func (g *Gateway) forward(ctx context.Context, s *session, e *toolEntry, tc *too
 		params = &mcp.CallToolParams{Name: e.name, Arguments: forwardedArgs(tc.args)}
 		if len(tc.meta) > 0 {
 			params.Meta = maps.Clone(tc.meta)
+			// The per-request protocol keys (2026-07-28) describe the
+			// client's session with the gateway; the SDK's client writes
+			// its own for an upstream session that takes them.
+			maps.DeleteFunc(params.Meta, func(k string, _ any) bool { return strings.HasPrefix(k, "io.modelcontextprotocol/") })
 			if tok != nil {
 				params.Meta["progressToken"] = g.routeProgress(s.ss, tok)
 				defer g.dropProgress(params.Meta["progressToken"].(string))

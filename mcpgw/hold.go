@@ -148,7 +148,7 @@ func (g *Gateway) heartbeat(ctx context.Context, ss *mcp.ServerSession, tok any,
 func supportsURLElicitation(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
 	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil &&
-		ip.ProtocolVersion != "" && ip.ProtocolVersion < "2026-07-28"
+		negotiated(ip.ProtocolVersion) < "2026-07-28"
 }
 
 // waitResult names how a held call's wait ended, for the Observer.

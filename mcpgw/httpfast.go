@@ -3,12 +3,14 @@ package mcpgw
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,29 +106,33 @@ func (f *httpFront) noteSDK(r *http.Request) {
 }
 
 // serve answers r on the fast path and says so, or says it is the SDK's.
-// agent is the agent of the request's bearer token, already checked.
-func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) bool {
+// agent is the agent of the request's bearer token, already checked. A
+// request left to the SDK may come with release: its id is held on its
+// session until the SDK's handler has served it, and release frees it.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) (handled bool, release func()) {
 	if r.Method != http.MethodPost || f.g.noHTTPFast.Load() {
-		return false
+		return false, nil
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" || len(r.Header.Values("Last-Event-ID")) > 0 {
-		return false
+		return false, nil
 	}
 	if f.sdkHostCheck {
 		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); !ok || la == nil || (isLoopback(la.String()) && !isLoopback(r.Host)) {
-			return false
+			return false, nil
 		}
 	}
 	pv := r.Header.Get("Mcp-Protocol-Version")
 	if !slices.Contains(fastVersions, pv) {
-		return false
+		return false, nil
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
+			return false, nil
+		}
 	}
 	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
-		return false
+		return false, nil
 	}
 	g := f.g
 	g.mu.Lock()
@@ -135,29 +141,40 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 	ok := s != nil && o.ss == s.ss && o.agent != "" && o.agent == agent && s.agent == agent
 	g.mu.Unlock()
 	if !ok || !s.initialized.Load() || time.Since(time.Unix(0, s.sdkAt.Load())) > f.fresh {
-		return false
+		return false, nil
 	}
 	if ip := s.ss.InitializeParams(); ip == nil || negotiated(ip.ProtocolVersion) != pv {
-		return false
+		return false, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
+	body, err := readBody(r)
 	if err != nil || len(body) > maxHTTPBody {
 		// The SDK reads what is left, and answers as it does.
 		r.Body = struct {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		return false
-	}
-	restore := func() bool {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		return false
-	}
-	if !bytes.Contains(body, []byte("tools/call")) {
-		return restore()
+		return false, nil
 	}
 	var m rpcLine
-	if !scanLine(bytes.TrimSpace(body), &m) || !m.toolsCall() {
+	scanned := scanLine(bytes.TrimSpace(body), &m)
+	// restore gives the request to the SDK. The two paths share the
+	// session's ids in flight: a request whose id a call of either path
+	// holds is refused here as the SDK's handler refuses it, and one that
+	// goes holds its id while the SDK serves it.
+	restore := func() (bool, func()) {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !scanned || !m.hasMethod || m.id == nil {
+			return false, nil
+		}
+		key := idKey(m.id)
+		if !s.holdID(key) {
+			setEventStream(w.Header())
+			refuseHeldID(w, m.id)
+			return true, nil
+		}
+		return false, func() { s.releaseID(key) }
+	}
+	if !scanned || !m.toolsCall() {
 		return restore()
 	}
 	var meta mcp.Meta
@@ -173,37 +190,99 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, agent string) 
 			}
 		}
 	}
+	h := w.Header()
+	setEventStream(h)
+	key := idKey(m.id)
+	if !s.holdID(key) {
+		refuseHeldID(w, m.id)
+		return true, nil
+	}
 	g.httpFast.Add(1)
 	tc := &toolCall{name: string(m.name), args: m.args, meta: meta, rawMeta: m.meta, fast: true,
 		extra: &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{UserID: agent}, Header: r.Header}}
 	a := g.gateCall(r.Context(), s, tc)
-	b, err := responseLine(m.id, a)
+	// The id is free once the call is answered: the client may reuse it
+	// as soon as it reads the answer.
+	s.releaseID(key)
+	ev := make([]byte, 0, len(eventHead)+len(m.id)+len(a.raw)+48)
+	ev, err = appendResponse(append(ev, eventHead...), m.id, a)
 	if err != nil {
 		g.log.Warn("answer a call", "session", s.id, "err", err)
 		http.Error(w, "encode the answer: "+err.Error(), http.StatusInternalServerError)
-		return true
+		return true, nil
 	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
-	ev := make([]byte, 0, len(b)+30)
-	ev = append(ev, "event: message\ndata: "...)
-	ev = append(ev, b...)
 	ev = append(ev, "\n\n"...)
+	// The event is the whole answer: sent with its length, the headers
+	// and the event go in one write when the handler returns, where an
+	// event stream the SDK flushes takes two (the event, then the end of
+	// the chunked body).
+	h["Content-Length"] = []string{strconv.Itoa(len(ev))}
 	if _, err := w.Write(ev); err != nil {
 		g.log.Debug("answer a call", "session", s.id, "err", err)
-		return true
 	}
-	if err := http.NewResponseController(w).Flush(); err != nil {
-		g.log.Debug("answer a call", "session", s.id, "err", err)
+	return true, nil
+}
+
+// eventHead starts the one SSE event of a fast call's answer.
+const eventHead = "event: message\ndata: "
+
+// setEventStream sets the SDK's headers for an answer on the event
+// stream. The values are shared: net/http only reads them.
+func setEventStream(h http.Header) {
+	h["Cache-Control"] = noCache
+	h["Content-Type"] = eventStream
+	h["Connection"] = keepAlive
+}
+
+var (
+	noCache     = []string{"no-cache, no-transform"}
+	eventStream = []string{"text/event-stream"}
+	keepAlive   = []string{"keep-alive"}
+)
+
+// readBody reads a request's body, up to one byte past the SDK's limit,
+// into a buffer of the size the request declares when it declares a
+// small one (a large one is not allocated before it arrives).
+func readBody(r *http.Request) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= 64<<10 {
+		// net/http reads no more than the declared length.
+		body := make([]byte, n)
+		k, err := io.ReadFull(r.Body, body)
+		return body[:k], err
 	}
-	return true
+	return io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
+}
+
+// refuseHeldID answers a call whose id is already in flight on its
+// session as the SDK's handler does: 400, and a JSON-RPC error under the
+// id (its event-stream headers already set, but for the content type).
+func refuseHeldID(w http.ResponseWriter, id []byte) {
+	jid, err := parseID(id)
+	if err != nil {
+		http.Error(w, "read the request id: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("duplicate in-flight request ID %v", jid.Raw()),
+	}})
+	if err != nil {
+		http.Error(w, "encode the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(b)
 }
 
 // responseLine is the JSON-RPC response to a fast call, with the
 // client's own id, as the SDK encodes it.
 func responseLine(id []byte, a callAnswer) ([]byte, error) {
+	return appendResponse(nil, id, a)
+}
+
+// appendResponse appends responseLine's response to b.
+func appendResponse(b, id []byte, a callAnswer) ([]byte, error) {
 	result := a.raw
 	if a.err == nil && result == nil {
 		var err error
@@ -216,9 +295,13 @@ func responseLine(id []byte, a callAnswer) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: a.err})
+		m, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: a.err})
+		if err != nil {
+			return nil, err
+		}
+		return append(b, m...), nil
 	}
-	b := make([]byte, 0, 40+len(id)+len(result))
+	b = slices.Grow(b, 40+len(id)+len(result))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"result":`...)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -411,5 +412,126 @@ func TestHTTPFastPathLetsTheSDKKeepItsSessionsAlive(t *testing.T) {
 	}
 	if a := post(t, srv.URL, "agent-token", body, "Mcp-Session-Id", sid); a.Status != http.StatusOK || h.gw.HTTPFastCalls() != 2 {
 		t.Fatalf("the next call = %+v, %d fast; want 200 by the fast path again", a, h.gw.HTTPFastCalls())
+	}
+}
+
+// A call whose id is already in flight on its session is refused as the
+// SDK refuses it (400, a JSON-RPC error under that id), and the call in
+// flight still gets its own answer.
+func TestHTTPFastPathRefusesAnIDInFlight(t *testing.T) {
+	h, _, srv := httpHarness(t, nil)
+	sid, sdkSid := openSession(t, srv.URL, "agent-token", true), openSession(t, srv.URL, "agent-token", true)
+	slow := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`
+	dup := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_note","arguments":{}}}`
+	// inFlight starts the slow call on a session and returns its answer
+	// once the upstream has it.
+	inFlight := func(sid string) <-chan httpAnswer {
+		out := make(chan httpAnswer, 1)
+		go func() { out <- post(t, srv.URL, "agent-token", slow, "Mcp-Session-Id", sid) }()
+		select {
+		case <-h.up.slowIn:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow call never reached the upstream")
+		}
+		return out
+	}
+	release := sync.OnceFunc(func() { close(h.up.slow) })
+	t.Cleanup(release)
+	fastSlow := inFlight(sid)
+	if h.gw.HTTPFastCalls() != 1 {
+		t.Fatal("the slow call did not go by the fast path")
+	}
+	fa := post(t, srv.URL, "agent-token", dup, "Mcp-Session-Id", sid)
+	h.gw.SetHTTPFast(false)
+	sdkSlow := inFlight(sdkSid)
+	sa := post(t, srv.URL, "agent-token", dup, "Mcp-Session-Id", sdkSid)
+	if sa.Status != http.StatusBadRequest {
+		t.Fatalf("the SDK's answer to an id in flight = %+v; want 400", sa)
+	}
+	if diff := cmp.Diff(sa, fa); diff != "" {
+		t.Fatalf("an id in flight: fast path's answer differs from the SDK's (-sdk +fast):\n%s", diff)
+	}
+	if h.up.count("read_note") != 0 {
+		t.Fatal("a call under an id in flight reached the upstream")
+	}
+	release()
+	for name, ch := range map[string]<-chan httpAnswer{"fast": fastSlow, "sdk": sdkSlow} {
+		a := <-ch
+		if a.Status != http.StatusOK || !strings.Contains(string(must(json.Marshal(sseData(t, a)))), `"done"`) {
+			t.Fatalf("%s path: the call in flight = %+v; want its own answer", name, a)
+		}
+	}
+	// The id is free again once its call is answered.
+	h.gw.SetHTTPFast(true)
+	if a := post(t, srv.URL, "agent-token", dup, "Mcp-Session-Id", sid); a.Status != http.StatusOK || sseData(t, a)["result"] == nil || h.gw.HTTPFastCalls() != 2 {
+		t.Fatalf("the id after its call ended = %+v; want a result by the fast path", a)
+	}
+}
+
+// The two paths share a session's ids in flight: a fast call under the id
+// of a request the SDK's handler is serving, and a request for the SDK
+// under the id of a fast call in flight, are refused as the SDK refuses
+// an id in flight.
+func TestHTTPPathsShareTheIDsInFlight(t *testing.T) {
+	h, _, srv := httpHarness(t, nil)
+	sid, sdkSid := openSession(t, srv.URL, "agent-token", true), openSession(t, srv.URL, "agent-token", true)
+	release := sync.OnceFunc(func() { close(h.up.slow) })
+	t.Cleanup(release)
+	call := func(id, tool, meta string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}` + meta + `}}`
+	}
+	const progress = `,"_meta":{"progressToken":"p"}`
+	var pending []<-chan httpAnswer
+	inFlight := func(sid, body string) {
+		out := make(chan httpAnswer, 1)
+		go func() { out <- post(t, srv.URL, "agent-token", body, "Mcp-Session-Id", sid) }()
+		select {
+		case <-h.up.slowIn:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow call never reached the upstream")
+		}
+		pending = append(pending, out)
+	}
+	// The SDK's own answers, the fast path off.
+	h.gw.SetHTTPFast(false)
+	inFlight(sdkSid, call("8", "slow", ""))
+	inFlight(sdkSid, call("9", "slow", ""))
+	want8 := post(t, srv.URL, "agent-token", call("8", "read_note", ""), "Mcp-Session-Id", sdkSid)
+	want9 := post(t, srv.URL, "agent-token", call("9", "read_note", progress), "Mcp-Session-Id", sdkSid)
+	if want8.Status != http.StatusBadRequest || want9.Status != http.StatusBadRequest {
+		t.Fatalf("the SDK's answers to ids in flight = %+v, %+v; want 400", want8, want9)
+	}
+	h.gw.SetHTTPFast(true)
+	// A call with a progress token goes to the SDK; one without, under
+	// its id, to the fast path.
+	fast := h.gw.HTTPFastCalls()
+	inFlight(sid, call("8", "slow", progress))
+	got8 := post(t, srv.URL, "agent-token", call("8", "read_note", ""), "Mcp-Session-Id", sid)
+	// And the other way round.
+	inFlight(sid, call("9", "slow", ""))
+	got9 := post(t, srv.URL, "agent-token", call("9", "read_note", progress), "Mcp-Session-Id", sid)
+	if n := h.gw.HTTPFastCalls() - fast; n != 1 {
+		t.Fatalf("the fast path answered %d calls; want 1 (the slow call without a progress token)", n)
+	}
+	if diff := cmp.Diff(want8, got8); diff != "" {
+		t.Fatalf("a fast call under the id of the SDK's call in flight (-sdk +gateway):\n%s", diff)
+	}
+	if diff := cmp.Diff(want9, got9); diff != "" {
+		t.Fatalf("a call for the SDK under the id of a fast call in flight (-sdk +gateway):\n%s", diff)
+	}
+	if h.up.count("read_note") != 0 {
+		t.Fatal("a call under an id in flight reached the upstream")
+	}
+	release()
+	for _, ch := range pending {
+		if a := <-ch; a.Status != http.StatusOK {
+			t.Fatalf("a call in flight = %+v; want its own answer", a)
+		}
+	}
+	// Both ids are free again.
+	for _, body := range []string{call("8", "read_note", ""), call("9", "read_note", progress)} {
+		if a := post(t, srv.URL, "agent-token", body, "Mcp-Session-Id", sid); a.Status != http.StatusOK {
+			t.Fatalf("%s after its id was freed = %+v; want 200", body, a)
+		}
 	}
 }

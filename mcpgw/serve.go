@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,14 +99,14 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			refuse(w, r, http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "Forbidden: "+err.Error())
 			return
 		}
-		fields := strings.Fields(r.Header.Get("Authorization"))
-		if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
+		scheme, token, ok := twoFields(r.Header.Get("Authorization"))
+		if !ok || !strings.EqualFold(scheme, "bearer") {
 			guard.CloseAfter(w)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="portcullis"`)
 			http.Error(w, "no bearer token: send Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return
 		}
-		agent, ok := o.AgentOf(fields[1])
+		agent, ok := o.AgentOf(token)
 		if !ok || agent == "" {
 			f := gd.Failures.Fail("mcp", guard.ClientKey(r.RemoteAddr))
 			guard.CloseAfter(w)
@@ -121,10 +122,29 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			refuse(w, r, http.StatusUnauthorized, "UNAUTHORIZED", "invalid token")
 			return
 		}
-		if fast.serve(w, r, agent) {
+		handled, release := fast.serve(w, r, agent)
+		if handled {
 			return
 		}
 		inner.ServeHTTP(w, r)
+		if release != nil {
+			release()
+		}
 		fast.noteSDK(r)
 	}), nil
+}
+
+// twoFields is strings.Fields(s) when it holds exactly two fields,
+// without allocating.
+func twoFields(s string) (a, b string, ok bool) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return "", "", false
+	}
+	a, b = s[:i], strings.TrimLeftFunc(s[i:], unicode.IsSpace)
+	if strings.IndexFunc(b, unicode.IsSpace) >= 0 {
+		return "", "", false
+	}
+	return a, b, true
 }

@@ -171,9 +171,12 @@ type upstream struct {
 
 // toolEntry is one upstream tool as the gateway offers it.
 type toolEntry struct {
-	up      *upstream
-	name    string // the upstream's
-	exposed string // the client's
+	up   *upstream
+	name string // the upstream's
+	// nameJSON is name as a JSON string, for the calls the gateway
+	// writes to the upstream itself.
+	nameJSON []byte
+	exposed  string // the client's
 	// shown is the definition clients see: the pinned (accepted) one, so a
 	// changed description cannot reach the model before a person accepts
 	// it, renamed to the exposed name.
@@ -596,7 +599,11 @@ func (u *upstream) entryFromPin(name string, pin portcullis.ToolPin, current *mc
 		info.Destructive = a.DestructiveHint != nil && *a.DestructiveHint
 		info.OpenWorld = a.OpenWorldHint != nil && *a.OpenWorldHint
 	}
-	return &toolEntry{up: u, name: name, exposed: exposed, shown: &shown, info: info}, nil
+	nameJSON, err := json.Marshal(name)
+	if err != nil {
+		return nil, err
+	}
+	return &toolEntry{up: u, name: name, nameJSON: nameJSON, exposed: exposed, shown: &shown, info: info}, nil
 }
 
 // install replaces an upstream's tools in the gateway's table and tells
