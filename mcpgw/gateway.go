@@ -121,6 +121,10 @@ type Gateway struct {
 	progress map[string]progressRoute // gateway token → client's
 	held     map[string]HeldCall      // by approval ID
 	inflight int                      // tools/call being answered
+	// posts counts the HTTP POSTs being answered: a tools/call's answer
+	// is written after its handler returns, on the POST's own stream,
+	// which closing the session would end unanswered.
+	posts int
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -297,16 +301,17 @@ func (g *Gateway) Close() error {
 	return errors.Join(errs...)
 }
 
-// Drain waits until no tools/call is being answered (or ctx ends), then
-// closes the clients' sessions, which ends their streams: an HTTP server
-// shutting down waits for the answers in flight, not for streams that
-// never end. The gateway keeps its upstreams; Close ends them.
+// Drain waits until no tools/call is being answered and no HTTP POST is
+// still writing its answers (or ctx ends), then closes the clients'
+// sessions, which ends their streams: an HTTP server shutting down waits
+// for the answers in flight, not for streams that never end. The gateway
+// keeps its upstreams; Close ends them.
 func (g *Gateway) Drain(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
 		g.mu.Lock()
-		n := g.inflight
+		n := g.inflight + g.posts
 		g.mu.Unlock()
 		if n == 0 {
 			break

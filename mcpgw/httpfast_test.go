@@ -535,3 +535,82 @@ func TestHTTPPathsShareTheIDsInFlight(t *testing.T) {
 		}
 	}
 }
+
+// stalledWriter is a client that stops reading once an answer begins:
+// its first Write says so and waits until it is released.
+type stalledWriter struct {
+	header  http.Header
+	once    sync.Once
+	writing chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	body    bytes.Buffer
+}
+
+func (w *stalledWriter) Header() http.Header { return w.header }
+func (w *stalledWriter) WriteHeader(int)     {}
+func (w *stalledWriter) Flush()              {}
+func (w *stalledWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.writing) })
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.body.Write(p)
+}
+
+// A gateway stopping waits for an answer still being written, not only
+// for the call: a call's answer is written after the call is over, on
+// the POST's own stream, and closing the session in between ended the
+// stream unanswered ("request terminated without response", seen by a
+// held call that serve refused as it stopped). The SDK's session close
+// waits for a write it has begun; the fast path's writes are its own.
+func TestDrainWaitsForAnswersBeingWritten(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		h, _, srv := httpHarness(t, nil)
+		h.gw.SetHTTPFast(fast)
+		sid := openSession(t, srv.URL, "agent-token", true)
+		before := h.gw.HTTPFastCalls()
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_note","arguments":{"id":1}}}`))
+		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, srv.Listener.Addr()))
+		req.Host = srv.Listener.Addr().String()
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": "Bearer agent-token", "Mcp-Protocol-Version": "2025-06-18", "Mcp-Session-Id": sid} {
+			req.Header.Set(k, v)
+		}
+		w := &stalledWriter{header: http.Header{}, writing: make(chan struct{}), release: make(chan struct{})}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			srv.Config.Handler.ServeHTTP(w, req)
+		}()
+		<-w.writing
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		drained := make(chan error, 1)
+		go func() { drained <- h.gw.Drain(ctx) }()
+		var err error
+		early := false
+		select {
+		case err = <-drained:
+			early = true
+			t.Errorf("fast path on: %v: Drain returned (%v) while an answer was being written; want it to wait for the answer", fast, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		close(w.release)
+		<-served
+		if !early {
+			err = <-drained
+		}
+		if err != nil {
+			t.Errorf("fast path on: %v: Drain once the answer was written = %v; want nil", fast, err)
+		}
+		cancel()
+		if took := h.gw.HTTPFastCalls() - before; took != map[bool]uint64{true: 1, false: 0}[fast] {
+			t.Errorf("fast path on: %v: the fast path answered %d calls; want the call on the path under test", fast, took)
+		}
+		w.mu.Lock()
+		body := w.body.String()
+		w.mu.Unlock()
+		if !strings.Contains(body, `"id":7`) {
+			t.Errorf("fast path on: %v: the answer written = %q; want the call's answer", fast, body)
+		}
+	}
+}

@@ -122,6 +122,16 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 			refuse(w, r, http.StatusUnauthorized, "UNAUTHORIZED", "invalid token")
 			return
 		}
+		if r.Method == http.MethodPost {
+			g.mu.Lock()
+			g.posts++
+			g.mu.Unlock()
+			defer func() {
+				g.mu.Lock()
+				g.posts--
+				g.mu.Unlock()
+			}()
+		}
 		handled, release := fast.serve(w, r, agent)
 		if handled {
 			return
