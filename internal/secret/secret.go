@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Read reads the secret kept in the file at path. Errors name the file:
@@ -25,6 +27,13 @@ func Read(path string) (string, error) {
 	v := strings.TrimSpace(string(b))
 	if v == "" {
 		return "", fmt.Errorf("%s is empty", path)
+	}
+	// A secret travels in an HTTP header (Authorization: Bearer …), which
+	// cannot carry a line break, and a token with a space in it is two
+	// words: say so here rather than as a malformed request.
+	if i := strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return "", fmt.Errorf("%s holds more than the secret: a token or key is one word, and this file has %q inside it", path, r)
 	}
 	return v, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -24,6 +25,21 @@ func TestRead(t *testing.T) {
 	}
 	if v, err := Read(empty); err == nil || err.Error() != empty+" is empty" {
 		t.Errorf("Read(empty) = %q, %v; want it refused, naming the file", v, err)
+	}
+	for name, content := range map[string]string{
+		"two-lines.token": "tok\nsecond line\n",
+		"words.token":     "policy: x",
+		"tab.token":       "to\tk",
+		"nul.token":       "to\x00k",
+		"nbsp.token":      "to\u00a0k",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := Read(p); err == nil || !strings.HasPrefix(err.Error(), p+" holds more than the secret") {
+			t.Errorf("Read(%s) = %q, %v; want it refused, naming the file", name, v, err)
+		}
 	}
 	none := filepath.Join(dir, "none.token")
 	if _, err := Read(none); !errors.Is(err, fs.ErrNotExist) {
