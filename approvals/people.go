@@ -35,7 +35,7 @@ func Remote(url, token, actor string) (Service, error) {
 
 // ReadToken reads the human token a person keeps in file (--token-file).
 func ReadToken(file string) (string, error) {
-	t, err := secret.Read(file)
+	t, err := secret.ReadToken(file)
 	if err != nil {
 		return "", fmt.Errorf("--token-file: %w", err)
 	}

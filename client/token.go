@@ -10,7 +10,7 @@ import (
 // writes it, 0600 in its state directory): the file's content without
 // surrounding space, which must not be empty.
 func ReadToken(path string) (string, error) {
-	t, err := secret.Read(path)
+	t, err := secret.ReadToken(path)
 	if err != nil {
 		return "", fmt.Errorf("read the agent token: %w", err)
 	}

@@ -28,12 +28,22 @@ func Read(path string) (string, error) {
 	if v == "" {
 		return "", fmt.Errorf("%s is empty", path)
 	}
-	// A secret travels in an HTTP header (Authorization: Bearer …), which
-	// cannot carry a line break, and a token with a space in it is two
-	// words: say so here rather than as a malformed request.
+	return v, nil
+}
+
+// ReadToken reads a token kept in the file at path: a secret that travels
+// in an HTTP header (Authorization: Bearer …), which cannot carry a line
+// break, and in which a space would make two words. Such a file (often
+// the wrong file named) is refused here, naming it, rather than met later
+// as a malformed request.
+func ReadToken(path string) (string, error) {
+	v, err := Read(path)
+	if err != nil {
+		return "", err
+	}
 	if i := strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(v[i:])
-		return "", fmt.Errorf("%s holds more than the secret: a token or key is one word, and this file has %q inside it", path, r)
+		return "", fmt.Errorf("%s holds more than a token: a token is one word, and this file has %q inside it", path, r)
 	}
 	return v, nil
 }

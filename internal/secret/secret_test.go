@@ -19,6 +19,9 @@ func TestRead(t *testing.T) {
 	if v, err := Read(tok); err != nil || v != "tok" {
 		t.Errorf("Read = %q, %v; want tok", v, err)
 	}
+	if v, err := ReadToken(tok); err != nil || v != "tok" {
+		t.Errorf("ReadToken = %q, %v; want tok", v, err)
+	}
 	empty := filepath.Join(dir, "empty.token")
 	if err := os.WriteFile(empty, []byte(" \n\t"), 0o600); err != nil {
 		t.Fatal(err)
@@ -37,8 +40,12 @@ func TestRead(t *testing.T) {
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := Read(p); err == nil || !strings.HasPrefix(err.Error(), p+" holds more than the secret") {
-			t.Errorf("Read(%s) = %q, %v; want it refused, naming the file", name, v, err)
+		if v, err := ReadToken(p); err == nil || !strings.HasPrefix(err.Error(), p+" holds more than a token") {
+			t.Errorf("ReadToken(%s) = %q, %v; want it refused, naming the file", name, v, err)
+		}
+		// A key is not sent anywhere: what it holds is its own.
+		if v, err := Read(p); err != nil || v != strings.TrimSpace(content) {
+			t.Errorf("Read(%s) = %q, %v; want the content", name, v, err)
 		}
 	}
 	none := filepath.Join(dir, "none.token")

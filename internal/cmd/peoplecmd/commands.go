@@ -94,7 +94,7 @@ func (p *peopleFlags) token(env *cmdutil.Env) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, err := secret.Read(filepath.Join(dir, "admin.token"))
+	t, err := secret.ReadToken(filepath.Join(dir, "admin.token"))
 	if err != nil {
 		return "", cmdutil.UsageError("no human token for the gateway: %v (pass --token-file FILE, the gateway's admin.token)", err)
 	}

@@ -89,7 +89,7 @@ func benchToken(env *cmdutil.Env, file string) (string, error) {
 		}
 		return "", cmdutil.UsageError("no agent token: pass --token-file FILE or set PORTCULLIS_AGENT_TOKEN")
 	}
-	t, err := secret.Read(file)
+	t, err := secret.ReadToken(file)
 	if err != nil {
 		return "", cmdutil.UsageError("agent token: %v", err)
 	}
@@ -108,7 +108,7 @@ func benchHumanToken(env *cmdutil.Env, sf *cmdutil.StateFlags, file string) (str
 	if err != nil {
 		return "", err
 	}
-	t, err := secret.Read(filepath.Join(dir, "admin.token"))
+	t, err := secret.ReadToken(filepath.Join(dir, "admin.token"))
 	if err != nil {
 		return "", cmdutil.UsageError("writes in the mix need a person's approval: %v (pass --human-token-file, or --mix without write)", err)
 	}
