@@ -79,11 +79,38 @@ func ReadOrCreate(path string) (v string, created bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	if err := os.Link(f.Name(), path); errors.Is(err, fs.ErrExist) {
+	switch err := link(f.Name(), path); {
+	case errors.Is(err, fs.ErrExist):
 		v, err = Read(path)
 		return v, false, err
-	} else if err != nil {
-		return "", false, err
+	case err != nil:
+		// A file system without hard links: create the file exclusively
+		// and write it, as before, where a process starting at the same
+		// instant may find it still empty (and says so).
+		if err := createExclusive(path, v); errors.Is(err, fs.ErrExist) {
+			v, err = Read(path)
+			return v, false, err
+		} else if err != nil {
+			return "", false, err
+		}
+		return v, true, nil
 	}
 	return v, true, nil
+}
+
+// link is os.Link; a test stands in a file system without hard links.
+var link = os.Link
+
+// createExclusive writes v to a new file at path, 0600, failing if the
+// file exists.
+func createExclusive(path, v string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(v + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -110,3 +110,25 @@ func TestReadOrCreateConcurrently(t *testing.T) {
 		t.Errorf("the directory holds %v (%v); want admin.token alone", entries, err)
 	}
 }
+
+// On a file system without hard links the secret is still made, 0600,
+// and read back the same.
+func TestReadOrCreateWithoutHardLinks(t *testing.T) {
+	link = func(string, string) error { return &os.LinkError{Op: "link", Err: errors.ErrUnsupported} }
+	t.Cleanup(func() { link = os.Link })
+	dir := t.TempDir()
+	path := filepath.Join(dir, "admin.token")
+	v, created, err := ReadOrCreate(path)
+	if err != nil || !created || len(v) != 64 {
+		t.Fatalf("ReadOrCreate without hard links = %q, %v, %v; want a new secret", v, created, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the secret's file: %v, %v; want mode 0600", fi, err)
+	}
+	if again, created, err := ReadOrCreate(path); err != nil || created || again != v {
+		t.Errorf("ReadOrCreate again = %q, %v, %v; want %q", again, created, err, v)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the directory holds %v; want the secret alone", entries)
+	}
+}
