@@ -63,18 +63,25 @@ func (g *Gateway) callRaw(ctx context.Context, fc *frameConn, e *toolEntry, tc *
 			return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
 		}
 	}
-	args := forwardedArgs(tc.args)
+	args, err := oneLine(forwardedArgs(tc.args))
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
+	}
+	meta, err := oneLine(tc.rawMeta)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("calling %q: %w", "tools/call", err)
+	}
 	// The frame's fixed text, the newline writeLine adds, and _meta's key.
-	b := make([]byte, 0, 96+len(id)+len(name)+len(args)+len(tc.rawMeta))
+	b := make([]byte, 0, 96+len(id)+len(name)+len(args)+len(meta))
 	b = append(b, `{"jsonrpc":"2.0","id":"`...)
 	b = append(b, id...)
 	b = append(b, `","method":"tools/call","params":{"name":`...)
 	b = append(b, name...)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
-	if tc.rawMeta != nil {
+	if meta != nil {
 		b = append(b, `,"_meta":`...)
-		b = append(b, tc.rawMeta...)
+		b = append(b, meta...)
 	}
 	b = append(b, "}}"...)
 	if err := fc.writeLine(b); err != nil {
@@ -127,7 +134,28 @@ func rawResult(r rawReply) (json.RawMessage, *mcp.CallToolResult, bool, error) {
 		}
 		return nil, &res, res.IsError, nil
 	}
-	return r.scan.result, nil, r.scan.isError, nil
+	res, err := oneLine(r.scan.result)
+	if err != nil {
+		return nil, nil, false, wrap(err)
+	}
+	return res, nil, r.scan.isError, nil
+}
+
+// oneLine is raw JSON on one line. The fast paths pass JSON on as it came,
+// and between tokens that may hold a line break (\n, or \r, which some
+// readers take as one): an upstream or a client that reads lines would end
+// the message there and read what follows as a message of its own, which
+// no gate decided on. Inside a string a line break cannot be (the scanner
+// refuses control characters there), so compacting removes every one.
+func oneLine(raw []byte) ([]byte, error) {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return raw, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // mayCarryOwnMeta says whether a result may hold a _meta key in the

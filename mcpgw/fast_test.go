@@ -632,3 +632,40 @@ func TestGoSDKClientOfTheNewestProtocol(t *testing.T) {
 		t.Fatalf("the fast path took %d calls of a 2026-07-28 session", n)
 	}
 }
+
+// A line break between the tokens of a call's arguments is JSON
+// whitespace, but an upstream that reads lines ends its message there:
+// what followed would be read as a message of its own that no gate
+// decided on. The frames the gateway writes are one line each, whatever
+// the call held, on both fast paths; a client's \r (a line end to some
+// readers) counts as one too.
+func TestFastPathsWriteOneLineFrames(t *testing.T) {
+	smuggled := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"delete_note","arguments":{"id":1}}}`
+	h, tap := newFastHarness(t, nil)
+	stdio := newRawClient(t, func(in io.ReadCloser, out io.WriteCloser) { _ = h.gw.ServeStdio(context.Background(), in, out) })
+	stdio.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_note","arguments":{"id":1,"x":` + "\r" + smuggled + "\r" + `},"_meta":{"k":` + "\r" + `1}}}`)
+	if r := resultOf(t, stdio.recv()); r.IsError {
+		t.Fatalf("read_note over stdio = %+v; want it answered", r)
+	}
+	hh, htap, hsrv := httpHarness(t, nil)
+	sid := openSession(t, hsrv.URL, "agent-token", true)
+	a := post(t, hsrv.URL, "agent-token", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_note","arguments":{"id":1,"x":`+"\r\n"+smuggled+"\n"+`}}}`, "Mcp-Session-Id", sid)
+	if a.Status != 200 || strings.Contains(a.Body, `"isError":true`) {
+		t.Fatalf("read_note over HTTP = %+v; want it answered", a)
+	}
+	for name, tp := range map[string]*upTap{"stdio": tap, "HTTP": htap} {
+		if tp.rawCalls() != 1 {
+			t.Fatalf("%s: the call did not go by the fast path", name)
+		}
+		tp.mu.Lock()
+		for _, l := range tp.lines {
+			if strings.ContainsAny(strings.TrimSuffix(l, "\n"), "\r\n") {
+				t.Errorf("%s: the gateway wrote a frame of more than one line to the upstream: %q", name, l)
+			}
+		}
+		tp.mu.Unlock()
+	}
+	if n := h.up.count("delete_note") + hh.up.count("delete_note"); n != 0 {
+		t.Fatalf("the smuggled delete_note reached the upstream %d times", n)
+	}
+}

@@ -410,6 +410,11 @@ func (c *frameConn) writeLine(data []byte) error {
 		return io.ErrClosedPipe
 	default:
 	}
+	// A frame is one line, or the upstream reads more messages than the
+	// gateway wrote.
+	if bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0 {
+		return errors.New("a frame to the upstream holds a line break")
+	}
 	if _, err := c.w.Write(append(data, '\n')); err != nil {
 		return err
 	}

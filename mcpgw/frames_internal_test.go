@@ -113,3 +113,38 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A frame with a line break in it is refused before anything is written:
+// the upstream would read more messages than the gateway meant.
+func TestFrameConnWritesOneLineFrames(t *testing.T) {
+	upstreamIn := &lockedBuffer{}
+	c := newFrameConn(strings.NewReader(""), upstreamIn, "u", 1<<20, nil, nil)
+	defer c.Close()
+	for _, f := range []string{"{\"a\":\n1}", "{\"a\":\r1}"} {
+		if err := c.writeLine([]byte(f)); err == nil {
+			t.Errorf("writeLine(%q) = nil; want it refused", f)
+		}
+	}
+	if err := c.writeLine([]byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := upstreamIn.String(); got != "{\"a\":1}\n" {
+		t.Errorf("the upstream read %q; want the one frame", got)
+	}
+}
+
+// An upstream's raw result goes on to the client on one line: a \r
+// between its tokens (a line end to an SSE reader and to some stdio
+// readers) would let the upstream write messages of its own to the client.
+func TestRawResultIsOneLine(t *testing.T) {
+	raw, _, _, err := rawResult(rawReply{scan: rpcLine{result: []byte("{\"content\":[]\r,\"x\":\r{\"jsonrpc\":\"2.0\",\"method\":\"sampling/createMessage\"}}")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(string(raw), "\r\n") {
+		t.Errorf("raw result = %q; want one line", raw)
+	}
+	if _, _, _, err := rawResult(rawReply{scan: rpcLine{result: []byte("{\"text\":\"a\rb\"}")}}); err == nil {
+		t.Error("a result with a raw \\r inside a string was passed on; want it refused")
+	}
+}

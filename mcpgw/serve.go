@@ -136,10 +136,12 @@ func (g *Gateway) Handler(o HTTPOptions) (http.Handler, error) {
 		if handled {
 			return
 		}
-		inner.ServeHTTP(w, r)
 		if release != nil {
-			release()
+			// Deferred: a handler that panics (net/http recovers it) must
+			// not keep the request's id held on its session for good.
+			defer release()
 		}
+		inner.ServeHTTP(w, r)
 		fast.noteSDK(r)
 	}), nil
 }
