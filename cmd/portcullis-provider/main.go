@@ -12,8 +12,8 @@
 //
 //	go install github.com/portcullis/portcullis/cmd/portcullis-provider@latest
 //
-// It reads the API key from PORTCULLIS_PROVIDER_API_KEY, and exits when its
-// standard input ends: when the gateway exits or dies.
+// It reads its configuration and the API key from its standard input, and exits when that
+// ends: when the gateway exits or dies.
 package main
 
 import (
@@ -32,9 +32,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "usage: %s (no arguments)\n\nThe Portcullis gateway starts this program to ask its validator's model;\nit speaks JSON lines on standard input and output, and is not run by hand.\n", remote.Program)
 		os.Exit(2)
 	}
-	key := os.Getenv(remote.KeyEnv)
-	os.Unsetenv(remote.KeyEnv)
-	if err := remote.Serve(os.Stdin, os.Stdout, key, open, describe); err != nil {
+	if err := remote.Serve(os.Stdin, os.Stdout, open, describe); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", remote.Program, err)
 		os.Exit(1)
 	}

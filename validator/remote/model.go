@@ -32,7 +32,7 @@ type Options struct {
 	Program string
 	// Config is what the program builds. Provider and Model are required.
 	Config Config
-	// APIKey goes to the program in its environment (KeyEnv); "" when the
+	// APIKey goes to the program on its standard input, with the Config; "" when the
 	// provider needs none.
 	APIKey string
 	// Env is the program's environment besides the key; nil means this
@@ -195,15 +195,7 @@ func (m *Model) start(ctx context.Context) (*process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, KeyEnv+"=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	if m.opts.APIKey != "" {
-		cmd.Env = append(cmd.Env, KeyEnv+"="+m.opts.APIKey)
-	}
+	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fail("start %s: %v", m.opts.Program, err)
@@ -230,7 +222,7 @@ func (m *Model) start(ctx context.Context) (*process, error) {
 	hi := make(chan error, 1)
 	var h hello
 	go func() {
-		if err := pr.enc.Encode(m.opts.Config); err != nil {
+		if err := pr.enc.Encode(start{Config: m.opts.Config, APIKey: m.opts.APIKey}); err != nil {
 			hi <- err
 			return
 		}

@@ -17,23 +17,24 @@ import (
 // Open builds the provider cfg names, with the API key ("" when none).
 type Open func(cfg Config, key string) (portcullis.Model, error)
 
-// Serve is the provider program's loop: it reads the Config from in, builds
+// Serve is the provider program's loop: it reads the Config and the API key from in, builds
 // the provider with open, says hello on out, then answers every question
 // read from in, concurrently, until in ends (nil) or carries a line that is
 // not a request (an error). describe, when not nil, fills in an error's
 // details only the provider's own error type knows (type, code, request
 // id, retry-after); the message, the status, whether a retry may succeed
 // and a timeout are carried for any error.
-func Serve(in io.Reader, out io.Writer, key string, open Open, describe func(err error, e *Error)) error {
+func Serve(in io.Reader, out io.Writer, open Open, describe func(err error, e *Error)) error {
 	dec := json.NewDecoder(bufio.NewReader(in))
 	w := &lineWriter{enc: json.NewEncoder(out)}
-	var cfg Config
-	if err := dec.Decode(&cfg); err != nil {
+	var st start
+	if err := dec.Decode(&st); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		return fmt.Errorf("read the configuration: %w", err)
 	}
+	cfg, key := st.Config, st.APIKey
 	if cfg.Protocol != Protocol {
 		err := fmt.Errorf("%s speaks protocol %d, the gateway %d: install the same version of both", Program, Protocol, cfg.Protocol)
 		w.write(hello{Protocol: Protocol, Error: err.Error()})

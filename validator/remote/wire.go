@@ -15,8 +15,10 @@
 // The protocol, one JSON object a line:
 //
 //   - gateway → program, first: the Config (protocol version, provider,
-//     model, base URL, timeout). The API key is never on a line: it is in
-//     the program's environment, in KeyEnv.
+//     model, base URL, timeout) and the API key. The key travels only on
+//     this pipe, which no other process can read: never in the program's
+//     arguments or environment, which every process of the user can read
+//     (/proc/PID/cmdline, /proc/PID/environ).
 //   - program → gateway, first: a hello with the protocol version and the
 //     model's name, or an error when the provider cannot be built; then it
 //     exits.
@@ -50,10 +52,6 @@ const Install = "go install github.com/portcullis/portcullis/cmd/" + Program + "
 // one is refused, naming both.
 const Protocol = 1
 
-// KeyEnv is the environment variable that carries the API key to the
-// program: never its arguments, which every user of the machine can read.
-const KeyEnv = "PORTCULLIS_PROVIDER_API_KEY"
-
 // Config is what the program builds: the first line it reads.
 type Config struct {
 	Protocol int    `json:"protocol"`
@@ -62,6 +60,12 @@ type Config struct {
 	BaseURL  string `json:"baseURL,omitempty"`
 	// Timeout bounds each question, on top of the caller's context.
 	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// start is the gateway's first line: the Config and the API key.
+type start struct {
+	Config
+	APIKey string `json:"apiKey,omitempty"`
 }
 
 // hello is the program's first line.
