@@ -191,3 +191,38 @@ func TestProviderProgramIsProtected(t *testing.T) {
 		t.Fatalf("decide(cp over the provider program, cp beside it) = %+v; want the first blocked, the second not", ds)
 	}
 }
+
+// Found in PATH through a link, the program is protected where the link
+// leads too, and so is where a program would be found first next time (an
+// earlier PATH directory): an agent that put one there would answer for
+// the validator after the next start.
+func TestProviderProgramLookupIsProtected(t *testing.T) {
+	earlier, linked, real := t.TempDir(), t.TempDir(), t.TempDir()
+	target := filepath.Join(real, "provider-build")
+	if err := os.WriteFile(target, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(linked, "portcullis-provider")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(providers.ProgramEnv, "")
+	t.Setenv("PATH", earlier+string(os.PathListSeparator)+linked+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PORTCULLIS_POLICY", "")
+	var in strings.Builder
+	for _, p := range []string{target, filepath.Join(earlier, "portcullis-provider"), filepath.Join(linked, "portcullis-provider"), filepath.Join(real, "notes.txt")} {
+		in.WriteString(`{"tool":"Bash","args":{"command":"cp /tmp/evil ` + p + `"}}` + "\n")
+	}
+	code, stdout, stderr := runCLI(t, in.String(), "decide")
+	if code != 0 {
+		t.Fatalf("decide exit %d: %s", code, stderr)
+	}
+	ds := decisions(t, stdout)
+	if len(ds) != 4 {
+		t.Fatalf("decide gave %d decisions; want 4", len(ds))
+	}
+	for i, want := range []bool{true, true, true, false} {
+		if got := ds[i].Code == "BLOCKED_COMMAND"; got != want {
+			t.Errorf("decision %d: code %q; want blocked: %v", i, ds[i].Code, want)
+		}
+	}
+}

@@ -121,6 +121,30 @@ func remoteModel(cfg *portcullis.ValidatorConfig, key string, getenv Getenv) (po
 // portcullis-provider beside the running executable, else in the PATH
 // getenv gives. Not finding it is an error that says how to install it.
 func Program(getenv Getenv) (string, error) {
+	p, _, err := lookup(getenv)
+	return p, err
+}
+
+// ProgramPaths are the files an agent must not be able to write, because
+// the gateway would run them as the provider program: the one Program
+// finds and the file a link there leads to, and every place looked at
+// before it, where a program put there would be found first next time. Nil
+// when there is no program to find.
+func ProgramPaths(getenv Getenv) []string {
+	p, before, err := lookup(getenv)
+	if err != nil {
+		return nil
+	}
+	paths := append(before, p)
+	if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+		paths = append(paths, real)
+	}
+	return paths
+}
+
+// lookup is Program, and the places it looked at before the one found.
+func lookup(getenv Getenv) (string, []string, error) {
+	var before []string
 	name := remote.Program
 	if runtime.GOOS == "windows" {
 		name += ".exe"
@@ -132,16 +156,18 @@ func Program(getenv Getenv) (string, error) {
 			err = executable(abs)
 		}
 		if err != nil {
-			return "", fmt.Errorf("%s=%s: %w", ProgramEnv, p, err)
+			return "", nil, fmt.Errorf("%s=%s: %w", ProgramEnv, p, err)
 		}
-		return abs, nil
+		return abs, nil, nil
 	}
 	var looked []string
 	if exe, err := os.Executable(); err == nil {
 		dir := filepath.Dir(exe)
-		if p := filepath.Join(dir, name); executable(p) == nil {
-			return p, nil
+		p := filepath.Join(dir, name)
+		if executable(p) == nil {
+			return p, nil, nil
 		}
+		before = append(before, p)
 		looked = append(looked, "beside "+exe)
 	}
 	for _, dir := range filepath.SplitList(getenv("PATH")) {
@@ -150,12 +176,14 @@ func Program(getenv Getenv) (string, error) {
 			// working directory of the moment.
 			continue
 		}
-		if p := filepath.Join(dir, name); executable(p) == nil {
-			return p, nil
+		p := filepath.Join(dir, name)
+		if executable(p) == nil {
+			return p, before, nil
 		}
+		before = append(before, p)
 	}
 	looked = append(looked, "in PATH")
-	return "", fmt.Errorf("%s is not installed (looked %s): install it with %s, or set %s to its path",
+	return "", nil, fmt.Errorf("%s is not installed (looked %s): install it with %s, or set %s to its path",
 		remote.Program, strings.Join(looked, " and "), remote.Install, ProgramEnv)
 }
 

@@ -49,10 +49,9 @@ func BuildGate(env *Env, path string, stderr io.Writer, opts ...gate.Option) (*g
 		opts = append(opts, gate.WithProtectedPaths(exe))
 	}
 	// The provider program answers for the validator: an agent that could
-	// replace it could answer for it.
-	if prog, err := providers.Program(env.Getenv); err == nil {
-		opts = append(opts, gate.WithProtectedPaths(prog))
-	}
+	// replace it (or the file a link there leads to, or put one where the
+	// lookup would find it first) could answer for it.
+	opts = append(opts, gate.WithProtectedPaths(providers.ProgramPaths(env.Getenv)...))
 	if home, err := env.Home(); err == nil {
 		opts = append(opts, gate.WithHomeDir(home))
 	}
