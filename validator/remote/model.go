@@ -311,10 +311,31 @@ func (pr *process) ask(ctx context.Context, id uint64, p portcullis.ModelPrompt)
 	}
 	pr.pending[id] = ch
 	pr.mu.Unlock()
-	if err := pr.write(request{ID: id, Prompt: toPrompt(p)}); err != nil {
-		// The program has gone: read sees its output end.
-		<-pr.done
-		return portcullis.ModelAnswer{}, pr.err
+	line, err := json.Marshal(request{ID: id, Prompt: toPrompt(p)})
+	if err != nil {
+		pr.forget(id)
+		return portcullis.ModelAnswer{}, &Error{msg: fmt.Sprintf("%s: encode the question: %v", pr.name, err)}
+	}
+	// The write is bounded by ctx too: a program that stops reading (stuck,
+	// or stopped) fills its input's pipe, and a question must still end
+	// when its caller's time is up. A question left half written makes
+	// the program's input unreadable, so the program is ended; the next
+	// question starts it again.
+	wrote := make(chan error, 1)
+	go func() { wrote <- pr.writeLine(line) }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			// The program has gone: read sees its output end.
+			pr.forget(id)
+			pr.kill()
+			<-pr.done
+			return portcullis.ModelAnswer{}, pr.err
+		}
+	case <-ctx.Done():
+		pr.forget(id)
+		pr.kill()
+		return portcullis.ModelAnswer{}, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", pr.name, ctx.Err()), cause: ctx.Err()}
 	}
 	select {
 	case r := <-ch:
@@ -327,20 +348,36 @@ func (pr *process) ask(ctx context.Context, id uint64, p portcullis.ModelPrompt)
 			return portcullis.ModelAnswer{}, pr.err
 		}
 	case <-ctx.Done():
-		pr.mu.Lock()
-		if pr.pending != nil {
-			delete(pr.pending, id)
-		}
-		pr.mu.Unlock()
+		pr.forget(id)
 		go pr.write(request{ID: id, Cancel: true}) // a program that has gone cannot be told
 		return portcullis.ModelAnswer{}, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", pr.name, ctx.Err()), cause: ctx.Err()}
 	}
 }
 
 func (pr *process) write(r request) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return pr.writeLine(line)
+}
+
+// writeLine writes one line to the program.
+func (pr *process) writeLine(line []byte) error {
 	pr.wmu.Lock()
 	defer pr.wmu.Unlock()
-	return pr.enc.Encode(r)
+	_, err := pr.stdin.Write(append(line, '\n'))
+	return err
+}
+
+// forget drops a question's pending answer: an answer that comes later is
+// read and discarded.
+func (pr *process) forget(id uint64) {
+	pr.mu.Lock()
+	if pr.pending != nil {
+		delete(pr.pending, id)
+	}
+	pr.mu.Unlock()
 }
 
 func (r response) result(name string) (portcullis.ModelAnswer, error) {

@@ -3,10 +3,15 @@
 package remote_test
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/portcullis/portcullis/validator/remote"
 )
@@ -58,4 +63,57 @@ func TestProgramEndsWithItsInput(t *testing.T) {
 	if _, err := m.Ask(t.Context(), ask("after close")); err == nil {
 		t.Fatal("Ask after Close answered; want an error")
 	}
+}
+
+// A program that stops reading its input (stuck, or stopped by someone)
+// does not hold a question past its caller's deadline: the pipe fills, the
+// write waits, and the question still ends with the context, the program
+// ended so that the next question starts a fresh one.
+func TestQuestionEndsWhenTheProgramStopsReading(t *testing.T) {
+	stuck := filepath.Join(t.TempDir(), "stuck-provider")
+	script := "#!/bin/sh\nread line\necho '{\"protocol\":" + strconv.Itoa(remote.Protocol) + ",\"name\":\"stuck\"}'\nexec sleep 600\n"
+	if err := os.WriteFile(stuck, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := remote.New(remote.Options{Program: stuck, Config: remote.Config{Provider: "anthropic", Model: "m"}, RestartDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if _, err := m.Ask(shortContext(t), ask("a small question: the program reads none")); err == nil {
+		t.Fatal("the stuck program answered")
+	}
+	pid := m.Pid()
+	big := ask(strings.Repeat("a question larger than a pipe's buffer ", 1<<14))
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Ask(shortContext(t), big)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Ask of a program that does not read = %v; want the caller's deadline", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Ask of a program that does not read outlived its caller's deadline")
+	}
+	if pid != 0 {
+		if err := syscall.Kill(pid, 0); err == nil {
+			// Reaped asynchronously: wait for the process to go.
+			deadline := time.Now().Add(30 * time.Second)
+			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("the program that stopped reading (pid %d) still runs: kill 0 = %v", pid, err)
+		}
+	}
+}
+
+func shortContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
 }
