@@ -208,7 +208,7 @@ func (m *Model) start(ctx context.Context) (*process, error) {
 		name:    m.name,
 		cmd:     cmd,
 		stdin:   stdin,
-		stderr:  &headBuffer{max: stderrKept},
+		stderr:  &headBuffer{max: stderrKept, key: m.opts.APIKey},
 		enc:     json.NewEncoder(stdin),
 		pending: map[uint64]chan response{},
 		done:    make(chan struct{}),
@@ -395,6 +395,9 @@ type headBuffer struct {
 	mu  sync.Mutex
 	b   []byte
 	max int
+	// key is the API key, scrubbed from what is shown even when it has
+	// no shape a mask would know.
+	key string
 }
 
 func (h *headBuffer) Write(p []byte) (int, error) {
@@ -420,5 +423,5 @@ func (h *headBuffer) lines() string {
 		ls = ls[:5]
 	}
 	s = failure.Cut(strings.Join(ls, "; "))
-	return ": " + failure.Mask(s)
+	return ": " + failure.Scrub(s, h.key)
 }

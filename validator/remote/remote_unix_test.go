@@ -117,3 +117,23 @@ func shortContext(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// What the program prints on its standard error is shown in the error,
+// with the API key taken out even when it has no shape a mask knows (a
+// local server's key).
+func TestProgramsStderrIsScrubbedOfTheKey(t *testing.T) {
+	const key = "plainlocalkey42"
+	leaky := filepath.Join(t.TempDir(), "leaky-provider")
+	if err := os.WriteFile(leaky, []byte("#!/bin/sh\nread line\necho 'cannot reach the server with key "+key+"' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := remote.New(remote.Options{Program: leaky, Config: remote.Config{Provider: "openai", Model: "m", BaseURL: "http://127.0.0.1:1/v1"}, APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	_, err = m.Ask(t.Context(), ask("q"))
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the server") || strings.Contains(err.Error(), key) {
+		t.Fatalf("Ask of a program that printed the key = %v; want its stderr shown without the key", err)
+	}
+}
