@@ -55,11 +55,12 @@ type Model struct {
 	name string
 	ids  atomic.Uint64
 
-	mu      sync.Mutex
-	proc    *process
-	started time.Time // of the last start
-	lastErr error     // why the last process failed to start or exited
-	closed  bool
+	mu       sync.Mutex
+	proc     *process
+	starting chan struct{} // while a start runs: closed when it ends
+	started  time.Time     // of the last start
+	lastErr  error         // why the last process failed to start or exited
+	closed   bool
 }
 
 var _ portcullis.Model = (*Model)(nil)
@@ -106,12 +107,26 @@ func (m *Model) Ask(ctx context.Context, p portcullis.ModelPrompt) (portcullis.M
 // Questions asked after Close fail.
 func (m *Model) Close() error {
 	m.mu.Lock()
-	pr := m.proc
-	m.proc, m.closed = nil, true
+	m.closed = true
+	starting := m.starting
 	m.mu.Unlock()
-	if pr == nil {
-		return nil
+	if starting != nil {
+		// The start in progress sees closed and ends what it started.
+		<-starting
 	}
+	m.mu.Lock()
+	pr := m.proc
+	m.proc = nil
+	m.mu.Unlock()
+	if pr != nil {
+		pr.end()
+	}
+	return nil
+}
+
+// end closes the program's input and waits for it to exit, killing it when
+// it does not within a few seconds.
+func (pr *process) end() {
 	pr.stdin.Close()
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
@@ -121,7 +136,6 @@ func (m *Model) Close() error {
 		pr.kill()
 		<-pr.done
 	}
-	return nil
 }
 
 // Pid returns the process id of the running program, 0 when none runs.
@@ -134,35 +148,76 @@ func (m *Model) Pid() int {
 	return m.proc.cmd.Process.Pid
 }
 
-// process returns the running program, starting it when none runs.
+// process returns the running program, starting it when none runs. A
+// start does not hold the lock: a question that comes while another's
+// start runs waits for it only as long as its own context allows.
 func (m *Model) process(ctx context.Context) (*process, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, &Error{msg: m.name + ": the provider program was closed"}
-	}
-	if m.proc != nil {
-		if !m.proc.exited() {
-			return m.proc, nil
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, &Error{msg: m.name + ": the provider program was closed"}
 		}
-		m.lastErr = m.proc.err
-		m.proc = nil
+		if m.proc != nil {
+			if !m.proc.exited() {
+				pr := m.proc
+				m.mu.Unlock()
+				return pr, nil
+			}
+			m.lastErr = m.proc.err
+			m.proc = nil
+		}
+		if starting := m.starting; starting != nil {
+			m.mu.Unlock()
+			select {
+			case <-starting:
+				continue
+			case <-ctx.Done():
+				return nil, &Error{msg: fmt.Sprintf("%s: request abandoned while %s started: %v", m.name, Program, ctx.Err()), cause: ctx.Err()}
+			}
+		}
+		if m.lastErr != nil && time.Since(m.started) < m.opts.RestartDelay {
+			err := m.lastErr
+			m.mu.Unlock()
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			m.mu.Unlock()
+			return nil, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", m.name, err), cause: err}
+		}
+		starting := make(chan struct{})
+		m.starting = starting
+		m.mu.Unlock()
+		return m.startOnce(ctx, starting)
 	}
-	if m.lastErr != nil && time.Since(m.started) < m.opts.RestartDelay {
-		return nil, m.lastErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", m.name, err), cause: err}
-	}
+}
+
+// startOnce starts the program for process and publishes the outcome: the
+// program, or the error the questions that come within RestartDelay get.
+func (m *Model) startOnce(ctx context.Context, starting chan struct{}) (*process, error) {
 	started := time.Now()
 	pr, err := m.start(ctx)
-	if err != nil {
+	m.mu.Lock()
+	defer func() {
+		m.starting = nil
+		close(starting)
+		m.mu.Unlock()
+	}()
+	switch {
+	case err != nil:
 		// A start abandoned by its caller says nothing of the program:
 		// the next caller starts it again.
 		if ctx.Err() == nil {
 			m.started, m.lastErr = started, err
 		}
 		return nil, err
+	case m.closed:
+		// Close came during the start and waits for it: the program
+		// started for nobody is ended before Close returns.
+		m.mu.Unlock()
+		pr.end()
+		m.mu.Lock()
+		return nil, &Error{msg: m.name + ": the provider program was closed"}
 	}
 	m.started = started
 	m.proc, m.lastErr = pr, nil

@@ -137,3 +137,112 @@ func TestProgramsStderrIsScrubbedOfTheKey(t *testing.T) {
 		t.Fatalf("Ask of a program that printed the key = %v; want its stderr shown without the key", err)
 	}
 }
+
+// slowStart returns a program that starts prog only once release is
+// called; started is closed when the program runs (before its hello), and
+// pid returns its process id.
+func slowStart(t *testing.T) (program string, started <-chan struct{}, release func(), pid func() int) {
+	t.Helper()
+	dir := t.TempDir()
+	mark, goFile := filepath.Join(dir, "started"), filepath.Join(dir, "go")
+	program = filepath.Join(dir, "slow-provider")
+	script := "#!/bin/sh\necho $$ > " + mark + ".tmp && mv " + mark + ".tmp " + mark + "\n" +
+		"while [ ! -e " + goFile + " ]; do sleep 0.01; done\nexec " + prog + "\n"
+	if err := os.WriteFile(program, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for {
+			if _, err := os.Stat(mark); err == nil {
+				return
+			}
+			select {
+			case <-t.Context().Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	release = func() {
+		if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(release)
+	pid = func() int {
+		b, err := os.ReadFile(mark)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return program, ch, release, pid
+}
+
+// A question that comes while another question's start of the program is
+// still running waits for it only as long as its own context allows: a
+// slow start does not hold every caller to the start's own timeout.
+func TestQuestionDoesNotWaitForAnotherStartPastItsDeadline(t *testing.T) {
+	program, started, release, _ := slowStart(t)
+	m := newModel(t, program, &fakeAPI{}, 0)
+	first := make(chan error, 1)
+	go func() {
+		_, err := m.Ask(t.Context(), ask("first"))
+		first <- err
+	}()
+	<-started
+	second := make(chan error, 1)
+	go func() {
+		_, err := m.Ask(shortContext(t), ask("second"))
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Ask during another's start = %v; want its own deadline", err)
+		}
+	case <-time.After(30 * time.Second):
+		release()
+		t.Fatal("Ask during another's start waited for that start, past its own deadline")
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("the question that started the program = %v; want an answer", err)
+	}
+	if _, err := m.Ask(t.Context(), ask("third")); err != nil {
+		t.Fatalf("Ask once the program runs = %v; want an answer", err)
+	}
+}
+
+// Close during a start ends the program that start brings up, before
+// Close returns: nothing is left running.
+func TestCloseDuringStartEndsTheProgram(t *testing.T) {
+	program, started, release, pid := slowStart(t)
+	m := newModel(t, program, &fakeAPI{}, 0)
+	first := make(chan error, 1)
+	go func() {
+		_, err := m.Ask(t.Context(), ask("first"))
+		first <- err
+	}()
+	<-started
+	closed := make(chan struct{})
+	go func() {
+		m.Close()
+		close(closed)
+	}()
+	// Close waits for the start; let it finish.
+	release()
+	<-closed
+	if err := syscall.Kill(pid(), 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the program started during Close (pid %d) still runs: kill 0 = %v", pid(), err)
+	}
+	if err := <-first; err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("the question whose start Close overtook = %v; want an error saying the program was closed", err)
+	}
+}
