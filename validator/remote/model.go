@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,10 @@ const (
 	DefaultRestartDelay = time.Second
 	// stderrKept bounds the program's standard error kept for a message.
 	stderrKept = 4 << 10
+	// maxLine bounds one line of the program's output: an answer is a
+	// model's short verdict, and a program (or the API behind it) that
+	// writes more is ended rather than held in the gateway's memory.
+	maxLine = 1 << 20
 )
 
 // Options configure a Model.
@@ -273,7 +278,7 @@ func (m *Model) start(ctx context.Context) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fail("start %s: %v", m.opts.Program, err)
 	}
-	dec := json.NewDecoder(bufio.NewReader(stdout))
+	dec := &lineReader{r: bufio.NewReader(stdout), max: maxLine}
 	hi := make(chan error, 1)
 	var h hello
 	go func() {
@@ -281,7 +286,7 @@ func (m *Model) start(ctx context.Context) (*process, error) {
 			hi <- err
 			return
 		}
-		hi <- dec.Decode(&h)
+		hi <- dec.next(&h)
 	}()
 	t := time.NewTimer(m.opts.StartTimeout)
 	defer t.Stop()
@@ -315,11 +320,11 @@ func (m *Model) start(ctx context.Context) (*process, error) {
 // read hands each answer to its question until the program's output ends
 // or is not a response; then the program is ended and every question
 // still waiting fails.
-func (pr *process) read(dec *json.Decoder) {
+func (pr *process) read(dec *lineReader) {
 	var err error
 	for {
 		var r response
-		if err = dec.Decode(&r); err != nil {
+		if err = dec.next(&r); err != nil {
 			break
 		}
 		pr.mu.Lock()
@@ -335,6 +340,9 @@ func (pr *process) read(dec *json.Decoder) {
 	werr := pr.cmd.Wait()
 	why := "exited"
 	switch {
+	case !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF):
+		// The program was ended for what it wrote: its exit says less.
+		why = "wrote what is not a response: " + err.Error()
 	case werr != nil:
 		why = "exited: " + werr.Error()
 	case !errors.Is(err, io.EOF):
@@ -443,6 +451,37 @@ func (r response) result(name string) (portcullis.ModelAnswer, error) {
 		return r.Answer.model(), nil
 	}
 	return portcullis.ModelAnswer{}, &Error{msg: name + ": " + Program + " answered with neither an answer nor an error"}
+}
+
+// lineReader reads the program's output, one JSON value a line.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+}
+
+// next decodes the next line that is not blank into v. A line longer than
+// max is an error, found without reading the rest of it.
+func (l *lineReader) next(v any) error {
+	var line []byte
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if len(line)+len(chunk) > l.max {
+			return fmt.Errorf("a line longer than %d bytes", l.max)
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(bytes.TrimSpace(line)) > 0:
+			return io.ErrUnexpectedEOF
+		case err != nil:
+			return err
+		case len(bytes.TrimSpace(line)) == 0:
+			line = line[:0]
+			continue
+		}
+		return json.Unmarshal(line, v)
+	}
 }
 
 // headBuffer keeps the first max bytes written to it.

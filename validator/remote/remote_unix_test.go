@@ -246,3 +246,25 @@ func TestCloseDuringStartEndsTheProgram(t *testing.T) {
 		t.Fatalf("the question whose start Close overtook = %v; want an error saying the program was closed", err)
 	}
 }
+
+// An answer line longer than the gateway keeps (a program, or the API
+// behind it, writing without end) fails the question and ends the program,
+// rather than being read whole into the gateway's memory.
+func TestOverlongAnswerLineEndsTheProgram(t *testing.T) {
+	chatty := filepath.Join(t.TempDir(), "chatty-provider")
+	script := "#!/bin/sh\nread line\necho '{\"protocol\":" + strconv.Itoa(remote.Protocol) + ",\"name\":\"chatty\"}'\nread line\n" +
+		"printf '{\"id\":1,\"answer\":{\"text\":\"'\nhead -c 3000000 /dev/zero | tr '\\0' a\nprintf '\"}}\\n'\nexec sleep 600\n"
+	if err := os.WriteFile(chatty, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := remote.New(remote.Options{Program: chatty, Config: remote.Config{Provider: "anthropic", Model: "m"}, RestartDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	a, err := m.Ask(t.Context(), ask("q"))
+	var e *remote.Error
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), "a line longer than") {
+		t.Fatalf("Ask of a program that writes a 3 MB line = %d bytes of answer, %v; want an error saying the line is too long", len(a.Text), err)
+	}
+}
