@@ -58,7 +58,8 @@ type otlpConfig struct {
 // otlpFromEnv reads the OTLP exporter's variables as the official HTTP
 // client does: a OTEL_EXPORTER_OTLP_TRACES_* variable overrides its
 // OTEL_EXPORTER_OTLP_* peer; the general endpoint gets /v1/traces
-// appended, the traces endpoint is taken whole; the scheme says whether
+// appended, the traces endpoint is taken whole (its path "/" when it has
+// none, as the OTel specification says); the scheme says whether
 // TLS is used, unless an INSECURE variable says otherwise.
 func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 	env := func(name string) (string, bool) {
@@ -88,16 +89,14 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 			cfg.url.Scheme = "http"
 		}
 		cfg.url.Host = u.Host
-		if name == "ENDPOINT" {
+		switch {
+		case name == "ENDPOINT":
 			cfg.url.Path = path.Join(u.Path, "/v1/traces")
-		} else {
+		case u.Path == "":
+			cfg.url.Path = "/" // the specification's rule for a signal's endpoint without a path
+		default:
 			cfg.url.Path = u.Path
 		}
-	}
-	if p := strings.TrimSpace(cfg.url.Path); p == "" || p == "." {
-		cfg.url.Path = "/v1/traces"
-	} else if !path.IsAbs(p) {
-		cfg.url.Path = "/" + p
 	}
 
 	var roots *x509.CertPool

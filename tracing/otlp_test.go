@@ -122,7 +122,7 @@ func TestOTLPRequest(t *testing.T) {
 			env: func(u string) map[string]string {
 				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": u + "/custom"}
 			}},
-		{name: "traces endpoint without a path", path: "/v1/traces",
+		{name: "traces endpoint without a path", path: "/",
 			env: func(u string) map[string]string { return map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": u} }},
 		{name: "headers", path: "/v1/traces", header: map[string]string{"Api-Key": "a b=c", "X-Tenant": "t1"},
 			env: func(u string) map[string]string {
@@ -395,5 +395,40 @@ func TestOTLPBadVariablesFailAtStart(t *testing.T) {
 				t.Errorf("FromEnv with %s=%s = %v, %v; want an error", env[0], env[1], tr, err)
 			}
 		})
+	}
+}
+
+// TestOTLPShutdownEndsAnUploadInFlight: stopping the exporter ends an
+// upload waiting on an endpoint that does not answer, rather than holding
+// the process's exit for the upload's timeout.
+func TestOTLPShutdownEndsAnUploadInFlight(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx := context.Background()
+	exp, err := tracing.NewOTLPExporter(ctx, envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_TIMEOUT": "60000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- exp.ExportSpans(ctx, tracetest.SpanStubs{{Name: "s"}}.Snapshots()) }()
+	<-arrived
+	if err := exp.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("ExportSpans = %v; want it cancelled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ExportSpans still waits after Shutdown")
 	}
 }
