@@ -296,3 +296,23 @@ func TestGatewayLinksNoLLMSDK(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayLinksNoGRPC: the gateway exports traces over OTLP/HTTP, and
+// its binary links neither gRPC nor what comes with it (grpc-gateway,
+// golang.org/x/net's HTTP/2), whose package initialisation kept about 2 MB
+// of an idle gateway resident (docs/BENCHMARKS.md). The official
+// otlptracehttp client imports gRPC for its configuration; package tracing
+// has its own client under the official otlptrace exporter.
+func TestGatewayLinksNoGRPC(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/portcullis").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/portcullis: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, heavy := range []string{"google.golang.org/grpc", "github.com/grpc-ecosystem/grpc-gateway", "golang.org/x/net/http2", "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"} {
+			if p == heavy || strings.HasPrefix(p, heavy+"/") {
+				t.Errorf("./cmd/portcullis links %s", p)
+			}
+		}
+	}
+}

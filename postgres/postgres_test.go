@@ -148,10 +148,16 @@ func TestOpenRefused(t *testing.T) {
 
 func TestOpenBadSchemaName(t *testing.T) {
 	t.Parallel()
-	for _, schema := range []string{"Upper", "has-dash", "1digit", `quote"d`, strings.Repeat("x", 49)} {
+	for _, schema := range []string{"Upper", "has-dash", "1digit", `quote"d`, "sp ace", "é", "a\x00", strings.Repeat("x", 49)} {
 		_, err := postgres.Open(context.Background(), "postgres://127.0.0.1:1/x", postgres.Options{Schema: schema})
 		if err == nil || !strings.Contains(err.Error(), "not a valid name") {
 			t.Errorf("Open(schema %q) = %v; want an invalid-name error", schema, err)
+		}
+	}
+	for _, schema := range []string{"_", "a", "x1_y2", "_9", strings.Repeat("x", 48)} {
+		_, err := postgres.Open(context.Background(), "postgres://127.0.0.1:1/x", postgres.Options{Schema: schema})
+		if err == nil || strings.Contains(err.Error(), "not a valid name") {
+			t.Errorf("Open(schema %q, no server) = %v; want a connection error", schema, err)
 		}
 	}
 }

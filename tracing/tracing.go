@@ -6,8 +6,9 @@
 // *Tracer is a portcullis.DecisionObserver (gate.WithObserver) and has the
 // methods of the MCP gateway's Observer (mcpgw.Config.Observer). Spans
 // never carry a call's arguments. FromEnv builds one from the standard
-// OTEL_* variables, with the OTLP exporter over HTTP; tracing is off when
-// they do not ask for it.
+// OTEL_* variables, with the OTLP exporter over HTTP (OpenTelemetry's
+// otlptrace with a client of its own, which does not link gRPC as the
+// official HTTP client does); tracing is off when they do not ask for it.
 package tracing
 
 import (
@@ -20,7 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -140,9 +141,9 @@ func (t *Tracer) ApprovalWait(string, string, time.Duration) {}
 // OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set;
 // OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn it off. The
 // exporter is OTLP over HTTP (protocol http/protobuf), configured by the
-// OTEL_EXPORTER_OTLP_* variables; OTEL_SERVICE_NAME (default "portcullis"),
-// OTEL_RESOURCE_ATTRIBUTES and OTEL_TRACES_SAMPLER apply. shutdown flushes
-// the spans not yet sent.
+// OTEL_EXPORTER_OTLP_* variables (a value it cannot use is an error);
+// OTEL_SERVICE_NAME (default "portcullis"), OTEL_RESOURCE_ATTRIBUTES and
+// OTEL_TRACES_SAMPLER apply. shutdown flushes the spans not yet sent.
 func FromEnv(ctx context.Context, version string) (_ *Tracer, shutdown func(context.Context) error, _ error) {
 	getenv := os.Getenv
 	if v := getenv("OTEL_SDK_DISABLED"); v != "" {
@@ -172,7 +173,11 @@ func FromEnv(ctx context.Context, version string) (_ *Tracer, shutdown func(cont
 	if proto != "" && proto != "http/protobuf" {
 		return nil, nil, fmt.Errorf("OTLP protocol %q: portcullis sends traces with http/protobuf (the collector's port 4318)", proto)
 	}
-	exp, err := otlptracehttp.New(ctx)
+	cfg, err := otlpFromEnv(getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("OTLP trace exporter: %w", err)
+	}
+	exp, err := otlptrace.New(ctx, newOTLPClient(cfg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}

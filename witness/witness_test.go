@@ -241,6 +241,15 @@ func TestServerProtocol(t *testing.T) {
 		{"read", "GET", "/heads/gw", "wt", "", 200},
 		{"read without token", "GET", "/heads/gw", "", "", 401},
 		{"other method", "DELETE", "/heads/gw", "wt", "", 405},
+		{"name of every allowed kind", "GET", "/heads/Gw-1.a_B", "wt", "", 200},
+		{"name of 128", "GET", "/heads/" + strings.Repeat("n", 128), "wt", "", 200},
+		{"name of 129", "GET", "/heads/" + strings.Repeat("n", 129), "wt", "", 404},
+		{"no name", "GET", "/heads/", "wt", "", 404},
+		{"name starting with a dot", "GET", "/heads/.gw", "wt", "", 404},
+		{"name starting with a dash", "GET", "/heads/-gw", "wt", "", 404},
+		{"name starting with _", "GET", "/heads/_gw", "wt", "", 404},
+		{"name with a space", "GET", "/heads/g%20w", "wt", "", 404},
+		{"name with a letter beyond ASCII", "GET", "/heads/gw%C3%A9", "wt", "", 404},
 	} {
 		if got := do(tc.method, tc.path, tc.token, tc.body); got != tc.want {
 			t.Errorf("%s: %s %s = %d; want %d", tc.name, tc.method, tc.path, got, tc.want)

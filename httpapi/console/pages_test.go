@@ -381,6 +381,22 @@ func TestEveryPageRenders(t *testing.T) {
 	}
 }
 
+// TestStaticAssetTypes: the assets' content types are the console's own,
+// whatever the machine's MIME database says.
+func TestStaticAssetTypes(t *testing.T) {
+	c := newEnv(t).client()
+	for file, want := range map[string]string{
+		"console.css": "text/css; charset=utf-8",
+		"console.js":  "text/javascript; charset=utf-8",
+		"favicon.svg": "image/svg+xml",
+	} {
+		resp, _ := c.get("/static/" + file)
+		if got := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || got != want {
+			t.Errorf("GET /static/%s = %d, Content-Type %q; want 200, %q", file, resp.StatusCode, got, want)
+		}
+	}
+}
+
 func TestRejectedPolicyBannerOnEveryPage(t *testing.T) {
 	problem := ""
 	e := newEnv(t, func(o *console.Options, _ string) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"mime"
 	"net/http"
 	"net/url"
 	"path"
@@ -36,6 +35,16 @@ type asset struct {
 // mixes a new page with an old script.
 var assetVersion string
 
+// assetTypes are the content types of the assets' extensions. They are
+// spelled out rather than asked of mime.TypeByExtension, whose first call
+// reads the machine's MIME database (half a megabyte of heap in every
+// console, for three files whose types are known).
+var assetTypes = map[string]string{
+	".css": "text/css; charset=utf-8",
+	".js":  "text/javascript; charset=utf-8",
+	".svg": "image/svg+xml",
+}
+
 func loadAssets() (map[string]asset, error) {
 	names, err := fs.Glob(assetFS, "assets/static/*")
 	if err != nil {
@@ -50,9 +59,9 @@ func loadAssets() (map[string]asset, error) {
 		}
 		sum := sha256.Sum256(b)
 		all.Write(sum[:])
-		ctype := mime.TypeByExtension(path.Ext(n))
-		if ctype == "" {
-			ctype = "application/octet-stream"
+		ctype, ok := assetTypes[path.Ext(n)]
+		if !ok {
+			return nil, fmt.Errorf("console: asset %s: no content type for %q (add it to assetTypes)", n, path.Ext(n))
 		}
 		out[path.Base(n)] = asset{body: b, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 	}
@@ -146,7 +155,13 @@ func (c *Console) pendingCount(ctx context.Context) int {
 // render writes a page: the whole page, or only its main region when the
 // page's script refreshes it.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, status int, p pageInfo, data any) {
-	t := c.pages[p.name]
+	pages, err := c.pages()
+	if err != nil {
+		c.log.Error("console: templates", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	t := pages[p.name]
 	if t == nil {
 		c.log.Error("console: no template", "page", p.name)
 		http.Error(w, "internal error", http.StatusInternalServerError)
