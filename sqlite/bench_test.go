@@ -232,3 +232,48 @@ func BenchmarkUseGrant(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBlock reads an agent's block as the gate's danger-zone stage
+// does for every decision, with a context that can end: with no write
+// between reads (quiet), and after this process's own audit commit
+// (after-commit, not timed), as allowed calls of a gateway alternate them
+// under audit.sync: process; the commit makes the next read take the
+// write-ahead log's read locks again and re-read its pages.
+func BenchmarkBlock(b *testing.B) {
+	for _, commit := range []bool{false, true} {
+		name := "quiet"
+		if commit {
+			name = "after-commit"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "state.db"), sqlite.Options{Sync: sqlite.SyncProcess})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					b.Errorf("Close: %v", err)
+				}
+			})
+			if err := s.PutBlock(ctx, portcullis.Block{Agent: "other", Reason: "r", CreatedAt: time.Now()}); err != nil {
+				b.Fatal(err)
+			}
+			at := time.Now()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if commit {
+					b.StopTimer()
+					if _, err := s.AppendAudit(ctx, event(i, at, "s1")); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if _, blocked, err := s.Block(ctx, "bench"); err != nil || blocked {
+					b.Fatalf("Block = %v, %v; want not blocked", blocked, err)
+				}
+			}
+		})
+	}
+}
