@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -12,24 +13,25 @@ import (
 )
 
 // blockReaders reads agents' blocks, which every decision does, on
-// connections of their own, through the driver's own interface rather
-// than database/sql. database/sql takes a connection from the pool for
-// each query and, as the driver does, starts a goroutine to watch a
-// context that can end; with both, a read cost two to three times what
-// SQLite spends on it (docs/BENCHMARKS.md, "MCP gateway"). Here a read
-// binds the agent, steps the prepared statement once and resets it.
+// read-only connections it holds, with the query prepared on each through
+// the driver's own interface rather than database/sql's. database/sql
+// takes a connection from the pool for each query and, as the driver
+// does, starts a goroutine to watch a context that can end; with both, a
+// read cost two to three times what SQLite spends on it (docs/BENCHMARKS.md,
+// "MCP gateway"). Here a read binds the agent, steps the prepared statement
+// once and resets it.
 //
 // Each read is a transaction of its own (the statement is reset before the
 // connection is used again), so it sees every commit made before it began,
 // by this process or by another: a block written by a host hook or the CLI
-// stops the very next call. A connection that fails in any way is closed,
-// never reused.
+// stops the very next call. A connection on which a read fails in any way
+// is closed, never reused.
 //
 // A read does not watch its context once it has begun: it only waits for
 // another connection's lock while SQLite recovers the write-ahead log after
 // a crash, and busy_timeout bounds that wait.
 type blockReaders struct {
-	open func() (*blockConn, error)
+	db *sql.DB // the store's pool of read-only connections
 
 	mu      sync.Mutex
 	idle    []*blockConn
@@ -37,43 +39,24 @@ type blockReaders struct {
 	closed  bool
 }
 
-// blockConn is one connection with the block query prepared on it.
+// blockConn is one of the pool's connections, held, with the block query
+// prepared on it.
 type blockConn struct {
-	conn  driver.Conn
+	conn  *sql.Conn
 	stmt  driver.Stmt
 	query driver.StmtQueryContext
 	args  [1]driver.NamedValue
 	dest  [5]driver.Value
 }
 
-// newBlockReaders opens a first connection with dial (which must return a
-// read-only connection to the store's file), so that a file whose blocks
-// cannot be read fails Open, and keeps up to maxIdle connections between
-// reads.
-func newBlockReaders(dial func() (driver.Conn, error), maxIdle int) (*blockReaders, error) {
-	r := &blockReaders{maxIdle: maxIdle}
-	r.open = func() (*blockConn, error) {
-		conn, err := dial()
-		if err != nil {
-			return nil, err
-		}
-		c := &blockConn{conn: conn}
-		p, ok := conn.(driver.ConnPrepareContext)
-		if !ok {
-			return nil, errors.Join(fmt.Errorf("the driver's connection %T cannot prepare a statement with a context", conn), conn.Close())
-		}
-		st, err := p.PrepareContext(context.Background(), selectBlock)
-		if err != nil {
-			return nil, errors.Join(err, conn.Close())
-		}
-		c.stmt = st
-		if c.query, ok = st.(driver.StmtQueryContext); !ok {
-			return nil, errors.Join(fmt.Errorf("the driver's statement %T cannot query with a context", st), st.Close(), conn.Close())
-		}
-		c.args[0].Ordinal = 1
-		return c, nil
-	}
-	c, err := r.open()
+// newBlockReaders holds up to maxIdle of db's connections between reads;
+// db must allow maxIdle more open connections than its other users need.
+// It prepares the query on one connection at once (the one the store's
+// opening used, if idle: a process that makes a single decision opens no
+// other), so that a file whose blocks cannot be read fails Open.
+func newBlockReaders(ctx context.Context, db *sql.DB, maxIdle int) (*blockReaders, error) {
+	r := &blockReaders{db: db, maxIdle: maxIdle}
+	c, err := r.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +64,37 @@ func newBlockReaders(dial func() (driver.Conn, error), maxIdle int) (*blockReade
 	return r, nil
 }
 
-// block reads the agent's block on an idle connection, or a new one.
-func (r *blockReaders) block(agent string) (portcullis.Block, bool, error) {
+func (r *blockReaders) open(ctx context.Context) (*blockConn, error) {
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &blockConn{conn: conn}
+	c.args[0].Ordinal = 1
+	err = conn.Raw(func(dc any) error {
+		p, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return fmt.Errorf("the driver's connection %T cannot prepare a statement with a context", dc)
+		}
+		st, err := p.PrepareContext(ctx, selectBlock)
+		if err != nil {
+			return err
+		}
+		if c.query, ok = st.(driver.StmtQueryContext); !ok {
+			return errors.Join(fmt.Errorf("the driver's statement %T cannot query with a context", st), st.Close())
+		}
+		c.stmt = st
+		return nil
+	})
+	if err != nil {
+		return nil, errors.Join(err, conn.Close())
+	}
+	return c, nil
+}
+
+// block reads the agent's block on a held connection, or on another of
+// the pool's.
+func (r *blockReaders) block(ctx context.Context, agent string) (portcullis.Block, bool, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -96,15 +108,27 @@ func (r *blockReaders) block(agent string) (portcullis.Block, bool, error) {
 	r.mu.Unlock()
 	if c == nil {
 		var err error
-		if c, err = r.open(); err != nil {
+		if c, err = r.open(ctx); err != nil {
 			return portcullis.Block{}, false, err
 		}
 	}
-	b, ok, err := c.read(agent)
+	var b portcullis.Block
+	var found bool
+	var rerr error
+	err := c.conn.Raw(func(any) error {
+		if b, found, rerr = c.read(agent); rerr != nil {
+			// The statement may not have been reset: a connection left
+			// inside a read transaction would go on seeing the file as it
+			// was. The pool closes a bad connection.
+			return errors.Join(c.stmt.Close(), driver.ErrBadConn)
+		}
+		return nil
+	})
+	if rerr != nil {
+		return portcullis.Block{}, false, rerr // Raw closed the connection
+	}
 	if err != nil {
-		// The statement may not have been reset: a connection left inside
-		// a read transaction would go on seeing the file as it was.
-		return portcullis.Block{}, false, errors.Join(err, c.close())
+		return portcullis.Block{}, false, err
 	}
 	r.mu.Lock()
 	keep := !r.closed && len(r.idle) < r.maxIdle
@@ -117,11 +141,11 @@ func (r *blockReaders) block(agent string) (portcullis.Block, bool, error) {
 			return portcullis.Block{}, false, err
 		}
 	}
-	return b, ok, nil
+	return b, found, nil
 }
 
-// close closes the idle connections; one in use is closed when its read
-// ends.
+// close gives the idle connections back to the pool, their statements
+// closed; one in use is given back when its read ends.
 func (r *blockReaders) close() error {
 	r.mu.Lock()
 	idle := r.idle
@@ -148,6 +172,7 @@ func (c *blockConn) read(agent string) (b portcullis.Block, found bool, err erro
 			b, found, err = portcullis.Block{}, false, errors.Join(err, cerr)
 		}
 	}()
+	defer clear(c.dest[:])
 	switch err := rows.Next(c.dest[:]); {
 	case errors.Is(err, io.EOF):
 		return portcullis.Block{}, false, nil
@@ -169,10 +194,11 @@ func (c *blockConn) read(agent string) (b portcullis.Block, found bool, err erro
 			return portcullis.Block{}, false, fmt.Errorf("column %d of agent %q's block is %T, not text", i, agent, v)
 		}
 	}
-	clear(c.dest[:])
 	return b, true, nil
 }
 
+// close closes the statement and gives the connection back to the pool.
 func (c *blockConn) close() error {
-	return errors.Join(c.stmt.Close(), c.conn.Close())
+	err := c.conn.Raw(func(any) error { return c.stmt.Close() })
+	return errors.Join(err, c.conn.Close())
 }

@@ -49,7 +49,7 @@ func (s *Store) Block(ctx context.Context, agent string) (portcullis.Block, bool
 	if err := s.read(ctx, "block"); err != nil {
 		return portcullis.Block{}, false, err
 	}
-	b, ok, err := s.blocks.block(agent)
+	b, ok, err := s.blocks.block(ctx, agent)
 	if err != nil {
 		return portcullis.Block{}, false, fmt.Errorf("sqlite: block: %w", err)
 	}

@@ -19,7 +19,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -103,7 +102,7 @@ type Store struct {
 	ckdb *sql.DB // one connection for WAL checkpoints, off the writers' path
 
 	grantsStmt *sql.Stmt     // the candidates for UseGrant, on rdb
-	blocks     *blockReaders // an agent's block, read by every decision: read-only connections of its own
+	blocks     *blockReaders // an agent's block, read by every decision: connections of rdb it holds
 
 	audit   *auditWriter
 	changed broadcast     // signalled after every local write to the changes table
@@ -308,14 +307,15 @@ func (s *Store) open(ctx context.Context) error {
 		return s.openErr(err)
 	}
 	n := max(4, runtime.GOMAXPROCS(0))
-	s.rdb.SetMaxOpenConns(n)
+	// Up to n connections for queries, and up to n held by s.blocks.
+	s.rdb.SetMaxOpenConns(2 * n)
 	s.rdb.SetMaxIdleConns(n)
 	s.rdb.SetConnMaxLifetime(0)
 	s.rdb.SetConnMaxIdleTime(0)
 	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, coveringGrant); err != nil {
 		return s.openErr(err)
 	}
-	if s.blocks, err = newBlockReaders(func() (driver.Conn, error) { return s.rdb.Driver().Open(s.dsn(connRead)) }, n); err != nil {
+	if s.blocks, err = newBlockReaders(ctx, s.rdb, n); err != nil {
 		return s.openErr(err)
 	}
 	if s.ckdb, err = sql.Open("sqlite", s.dsn(connCheckpoint)); err != nil {
