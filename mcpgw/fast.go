@@ -206,6 +206,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.Write
 	f.closed = true
 	f.mu.Unlock()
 	f.wg.Wait()
+	f.work.close()
 	return err
 }
 
@@ -256,6 +257,7 @@ type stdioFront struct {
 	nfast  atomic.Int32                  // len(calls), read without mu
 	closed bool
 	wg     sync.WaitGroup
+	work   workers // run the fast calls
 }
 
 // readLoop hands each line to the fast path or to the SDK. A line that is
@@ -405,7 +407,7 @@ func (f *stdioFront) take(line []byte) bool {
 	f.nfast.Add(1)
 	f.wg.Add(1)
 	f.mu.Unlock()
-	go func() {
+	f.work.run(func() {
 		defer f.wg.Done()
 		a := f.g.gateCall(ctx, f.s, tc)
 		f.mu.Lock()
@@ -414,7 +416,7 @@ func (f *stdioFront) take(line []byte) bool {
 		f.mu.Unlock()
 		cancel()
 		f.respond(id, a)
-	}()
+	})
 	return true
 }
 

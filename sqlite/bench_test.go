@@ -232,3 +232,87 @@ func BenchmarkUseGrant(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBlock reads an agent's block as the gate's danger-zone stage
+// does for every decision, with a context that can end: with no write
+// between reads (quiet); after this process's own audit commit
+// (after-commit, not timed), as allowed calls of a gateway alternate them
+// under audit.sync: process, the commit making the next read take the
+// write-ahead log's read locks again and re-read its pages; each read on a
+// goroutine of its own (new-goroutine, whose stack grows to SQLite's depth
+// every time, as the stdio fast path's calls once did); and from 16
+// goroutines at once (parallel, time per read).
+func BenchmarkBlock(b *testing.B) {
+	open := func(b *testing.B, ctx context.Context) *sqlite.Store {
+		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "state.db"), sqlite.Options{Sync: sqlite.SyncProcess})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				b.Errorf("Close: %v", err)
+			}
+		})
+		if err := s.PutBlock(ctx, portcullis.Block{Agent: "other", Reason: "r", CreatedAt: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	read := func(ctx context.Context, s *sqlite.Store) error {
+		if _, blocked, err := s.Block(ctx, "bench"); err != nil || blocked {
+			return fmt.Errorf("Block = %v, %v; want not blocked", blocked, err)
+		}
+		return nil
+	}
+	for _, commit := range []bool{false, true} {
+		name := "quiet"
+		if commit {
+			name = "after-commit"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s := open(b, ctx)
+			at := time.Now()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if commit {
+					b.StopTimer()
+					if _, err := s.AppendAudit(ctx, event(i, at, "s1")); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if err := read(ctx, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("new-goroutine", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s := open(b, ctx)
+		done := make(chan error)
+		for b.Loop() {
+			go func() { done <- read(ctx, s) }()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s := open(b, ctx)
+		b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := read(ctx, s); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}

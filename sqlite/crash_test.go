@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 		crashChild(path)
 		return
 	}
+	if path := os.Getenv(blockChildEnv); path != "" {
+		blockChild(path)
+		return
+	}
 	code := m.Run()
 	removeBenchLog()
 	os.Exit(code)

@@ -30,8 +30,8 @@ func (s *Store) PutBlock(ctx context.Context, b portcullis.Block) error {
 
 const selectBlocks = `SELECT agent, reason, challenge_id, decision_id, created_at FROM blocks`
 
-// selectBlock reads one agent's block; prepared once (Store.blockStmt),
-// since every decision reads it.
+// selectBlock reads one agent's block; prepared once on each of
+// Store.blocks' connections, since every decision reads it.
 const selectBlock = selectBlocks + ` WHERE agent = ?`
 
 func scanBlock(sc scanner) (portcullis.Block, error) {
@@ -49,14 +49,11 @@ func (s *Store) Block(ctx context.Context, agent string) (portcullis.Block, bool
 	if err := s.read(ctx, "block"); err != nil {
 		return portcullis.Block{}, false, err
 	}
-	b, err := scanBlock(s.blockStmt.QueryRowContext(ctx, agent))
-	if errors.Is(err, sql.ErrNoRows) {
-		return portcullis.Block{}, false, nil
-	}
+	b, ok, err := s.blocks.block(ctx, agent)
 	if err != nil {
 		return portcullis.Block{}, false, fmt.Errorf("sqlite: block: %w", err)
 	}
-	return b, true, nil
+	return b, ok, nil
 }
 
 // DeleteBlock clears the agent's block; NOT_FOUND when there is none.

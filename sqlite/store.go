@@ -101,8 +101,8 @@ type Store struct {
 	rdb  *sql.DB // a pool of read-only connections
 	ckdb *sql.DB // one connection for WAL checkpoints, off the writers' path
 
-	grantsStmt *sql.Stmt // the candidates for UseGrant, on rdb
-	blockStmt  *sql.Stmt // an agent's block, on rdb: read by every decision
+	grantsStmt *sql.Stmt     // the candidates for UseGrant, on rdb
+	blocks     *blockReaders // an agent's block, read by every decision: connections of rdb it holds
 
 	audit   *auditWriter
 	changed broadcast     // signalled after every local write to the changes table
@@ -249,7 +249,7 @@ func (s *Store) openRetrying(ctx context.Context) error {
 			return nil
 		}
 		s.abandon()
-		s.wdb, s.rdb, s.ckdb, s.grantsStmt, s.blockStmt = nil, nil, nil, nil, nil
+		s.wdb, s.rdb, s.ckdb, s.grantsStmt, s.blocks = nil, nil, nil, nil, nil
 		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
@@ -307,14 +307,15 @@ func (s *Store) open(ctx context.Context) error {
 		return s.openErr(err)
 	}
 	n := max(4, runtime.GOMAXPROCS(0))
-	s.rdb.SetMaxOpenConns(n)
+	// Up to n connections for queries, and up to n held by s.blocks.
+	s.rdb.SetMaxOpenConns(2 * n)
 	s.rdb.SetMaxIdleConns(n)
 	s.rdb.SetConnMaxLifetime(0)
 	s.rdb.SetConnMaxIdleTime(0)
 	if s.grantsStmt, err = s.rdb.PrepareContext(ctx, coveringGrant); err != nil {
 		return s.openErr(err)
 	}
-	if s.blockStmt, err = s.rdb.PrepareContext(ctx, selectBlock); err != nil {
+	if s.blocks, err = newBlockReaders(ctx, s.rdb, n); err != nil {
 		return s.openErr(err)
 	}
 	if s.ckdb, err = sql.Open("sqlite", s.dsn(connCheckpoint)); err != nil {
@@ -517,10 +518,11 @@ func (s *Store) abandon() {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, stmt := range []*sql.Stmt{s.grantsStmt, s.blockStmt} {
-		if stmt != nil {
-			errs = append(errs, stmt.Close())
-		}
+	if s.grantsStmt != nil {
+		errs = append(errs, s.grantsStmt.Close())
+	}
+	if s.blocks != nil {
+		errs = append(errs, s.blocks.close())
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
