@@ -66,14 +66,37 @@ func BenchmarkHTTPGatewayCommand(b *testing.B) {
 // BenchmarkNpmMCPProxy is the npm mcp-proxy (no policy, no audit) in
 // front of the notes server as a command, under the same load as the
 // gateway's benchmarks: 1,000 Streamable HTTP sessions, allowed read_note
-// calls from 128 callers. mcp-proxy starts one stdio process for all
-// sessions, as the gateway does; each HTTP session gets a server of its
-// own in the proxy. It runs with mcp-proxy's defaults (its event store
-// for resumable streams included) but for the address, and needs Node and
-// `npm ci --prefix e2e` (or $PORTCULLIS_BENCH_MCP_PROXY).
+// calls from 128 callers. It also reports the proxy's resident memory
+// after them. mcp-proxy starts one stdio process for all sessions, as the
+// gateway does; each HTTP session gets a server of its own in the proxy.
+// It runs with mcp-proxy's defaults but for the address (its event store
+// for resumable streams included), and needs Node and `npm ci --prefix
+// e2e` (or $PORTCULLIS_BENCH_MCP_PROXY).
 func BenchmarkNpmMCPProxy(b *testing.B) {
 	url, proxy := startMCPProxy(b)
 	rawLoad(b, url, 1000, watched{"proxy", proxy}, watched{"upstream", childOf(proxy)})
+	if rss, ok := residentMB(proxy); ok {
+		b.ReportMetric(rss, "proxy-rss-MB")
+	}
+}
+
+// residentMB is pid's resident memory in MB (VmRSS in /proc/PID/status).
+func residentMB(pid int) (float64, bool) {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v) // "123456 kB"
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, false
+			}
+			kb, err := strconv.ParseFloat(f[0], 64)
+			return kb / 1024, err == nil
+		}
+	}
+	return 0, false
 }
 
 // mcpProxyProgram finds node and mcp-proxy's program, or skips b.
