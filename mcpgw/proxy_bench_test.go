@@ -196,11 +196,13 @@ func (s *syncBuffer) String() string {
 	return s.buf.String()
 }
 
-// procStat is one process's parent and the CPU time (user and system)
-// it has used, from /proc/PID/stat (Linux).
+// procStat is one process's parent, the CPU time (user and system) it
+// has used and when it started (in clock ticks since boot), from
+// /proc/PID/stat (Linux).
 type procStat struct {
-	ppid int
-	cpu  time.Duration
+	ppid  int
+	cpu   time.Duration
+	start int64
 }
 
 func readProcStat(pid int) (procStat, bool) {
@@ -208,24 +210,25 @@ func readProcStat(pid int) (procStat, bool) {
 	if err != nil {
 		return procStat{}, false
 	}
-	// pid (comm) state ppid ... utime stime are fields 14 and 15; comm may
-	// hold spaces and parentheses, so count from its last ')'.
+	// pid (comm) state ppid ... utime stime are fields 14 and 15, starttime
+	// 22; comm may hold spaces and parentheses, so count from its last ')'.
 	i := bytes.LastIndexByte(raw, ')')
 	if i < 0 {
 		return procStat{}, false
 	}
 	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
+	if len(f) < 20 {
 		return procStat{}, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	ut, err2 := strconv.ParseInt(f[11], 10, 64)
 	st, err3 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	start, err4 := strconv.ParseInt(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return procStat{}, false
 	}
 	// In clock ticks, USER_HZ: 100 a second on Linux.
-	return procStat{ppid: ppid, cpu: time.Duration(ut+st) * 10 * time.Millisecond}, true
+	return procStat{ppid: ppid, cpu: time.Duration(ut+st) * 10 * time.Millisecond, start: start}, true
 }
 
 // procs is every live process's procStat, by process id; empty where /proc
@@ -248,14 +251,16 @@ func procs() map[int]procStat {
 	return out
 }
 
-// childOf is the process id of a live child of pid, or 0.
+// childOf is the process id of pid's youngest live child (the upstream a
+// benchmark just started, not one an earlier run is still ending), or 0.
 func childOf(pid int) int {
+	child, start := 0, int64(-1)
 	for c, p := range procs() {
-		if p.ppid == pid {
-			return c
+		if p.ppid == pid && p.start > start {
+			child, start = c, p.start
 		}
 	}
-	return 0
+	return child
 }
 
 // descendantsCPU is the CPU time that the live descendants of this
