@@ -168,8 +168,9 @@ func connectAll[S any](b *testing.B, n int, connect func() (S, error)) []S {
 
 // rawLoad drives allowed tools/call requests through sessions sessions
 // of the Streamable HTTP endpoint at url with the lightweight hand-written
-// client (rawSession), 128 callers at once, and reports calls per second.
-func rawLoad(b *testing.B, url string, sessions int) {
+// client (rawSession), 128 callers at once, and reports calls per second
+// (and the CPU per call of each watched process).
+func rawLoad(b *testing.B, url string, sessions int, watch ...watched) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	ss := connectAll(b, sessions, func() (*rawSession, error) { return rawConnect(client, url) })
 	if b.Failed() {
@@ -181,16 +182,21 @@ func rawLoad(b *testing.B, url string, sessions int) {
 			err = errors.New("error result")
 		}
 		return err
-	})
+	}, watch...)
 }
 
 // callAll makes b.N calls with call (its argument counts up), 128 callers
-// at once on 2 cores, and reports calls per second.
-func callAll(b *testing.B, call func(i int) error) {
+// at once on 2 cores, and reports calls per second, the CPU per call, and
+// that of each watched process on its own.
+func callAll(b *testing.B, call func(i int) error, watch ...watched) {
 	var next atomic.Int64
 	b.SetParallelism(64)
 	b.ResetTimer()
 	start, cpu := time.Now(), cpuTime(b)
+	before := make([]time.Duration, len(watch))
+	for i, w := range watch {
+		before[i] = processCPU(w.pid)
+	}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := call(int(next.Add(1))); err != nil {
@@ -201,19 +207,24 @@ func callAll(b *testing.B, call func(i int) error) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
-	// The CPU the process spent per call (load, server and upstream
-	// together): on a machine shared with other work, the rate follows
-	// the share of the cores the process gets; this does not.
+	// The CPU spent per call by the process and the processes it started
+	// (load, server, proxy and upstream together): on a machine shared
+	// with other work, the rate follows the share of the cores the
+	// processes get; this does not.
 	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-µs/call")
+	for i, w := range watch {
+		b.ReportMetric(float64(processCPU(w.pid)-before[i])/float64(time.Microsecond)/float64(b.N), w.name+"-cpu-µs/call")
+	}
 }
 
-// cpuTime is the CPU time (user and system) the process has used.
+// cpuTime is the CPU time (user and system) the process and its live
+// descendants (command upstreams, mcp-proxy) have used.
 func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) + descendantsCPU()
 }
 
 // BenchmarkHTTPGatewayRaw is BenchmarkHTTPGateway with the lightweight
