@@ -48,7 +48,13 @@ type auditWriter struct {
 	// the head of the chain, inserts of one row and of auditChunk rows,
 	// and the index pass (indexAudit).
 	head, insert1, insertN *sql.Stmt
+	watermark              *sql.Stmt
 	index                  []*sql.Stmt
+	// indexed is the index's watermark as this writer last read or moved
+	// it: never above the file's (the watermark only grows), so a commit
+	// that finds its tail shorter than auditIndexBatch from it need not
+	// read the file's; one that does not reads it. Used under commitMu.
+	indexed int64
 	// args holds a batch's statement arguments; only the writer's
 	// goroutine uses it.
 	args []any
@@ -80,6 +86,7 @@ func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
 		{&w.head, selectHead},
 		{&w.insert1, insertAudit(1)},
 		{&w.insertN, insertAudit(auditChunk)},
+		{&w.watermark, selectWatermark},
 	} {
 		stmt, err := s.wdb.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -155,7 +162,7 @@ func (w *auditWriter) close() {
 }
 
 func (w *auditWriter) closeStmts() {
-	for _, stmt := range append([]*sql.Stmt{w.head, w.insert1, w.insertN}, w.index...) {
+	for _, stmt := range append([]*sql.Stmt{w.head, w.insert1, w.insertN, w.watermark}, w.index...) {
 		if stmt == nil {
 			continue
 		}
@@ -260,7 +267,7 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	out, err := w.appendRows(ctx, tx, reqs)
+	out, indexed, err := w.appendRows(ctx, tx, reqs)
 	if err != nil {
 		if rerr := tx.Rollback(); rerr != nil {
 			w.s.log.Warn("audit rollback failed", "err", rerr)
@@ -270,6 +277,7 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
+	w.indexed = indexed
 	w.s.wrote()
 	return out, nil
 }
@@ -295,8 +303,12 @@ func clear0(args []any) []any {
 // SQLite per row, and a statement small enough to keep in memory.
 const auditChunk = 16
 
-// selectHead reads the last row of the chain and the index's watermark.
-const selectHead = `SELECT seq, hash, (SELECT seq FROM audit_indexed WHERE id = 1) FROM audit ORDER BY seq DESC LIMIT 1`
+// selectHead reads the last row of the chain.
+const selectHead = `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`
+
+// selectWatermark reads the index's watermark: the index tables hold
+// exactly the rows up to it.
+const selectWatermark = `SELECT seq FROM audit_indexed WHERE id = 1`
 
 // auditIndexBatch is how many rows may wait after the index's watermark:
 // the commit that makes the unindexed tail this long indexes it. A query
@@ -317,10 +329,13 @@ var indexAudit = []string{
 	`UPDATE audit_indexed SET seq = ? WHERE id = 1`,
 }
 
-func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
-	seq, prev, indexed, err := auditHead(ctx, tx, tx.StmtContext(ctx, w.head))
+// appendRows inserts the requests' rows, and indexes the tail when it has
+// grown to auditIndexBatch rows. It returns the records and the watermark
+// as it will be if the transaction commits.
+func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditReq) ([][]portcullis.AuditRecord, int64, error) {
+	seq, prev, err := auditHead(ctx, tx, tx.StmtContext(ctx, w.head))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	total := 0
 	for _, req := range reqs {
@@ -353,46 +368,54 @@ func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditR
 		}
 		if _, err := stmt.ExecContext(ctx, args[off*cols:(off+n)*cols]...); err != nil {
 			first := seq - int64(total-off) + 1
-			return nil, fmt.Errorf("insert rows %d to %d: %w", first, first+int64(n)-1, err)
+			return nil, 0, fmt.Errorf("insert rows %d to %d: %w", first, first+int64(n)-1, err)
 		}
 		off += n
 	}
-	if seq-indexed >= auditIndexBatch {
-		for i, stmt := range w.index {
-			arg := indexed
-			if i == len(w.index)-1 {
-				arg = seq
-			}
-			if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, arg); err != nil {
-				return nil, fmt.Errorf("index rows %d to %d: %w", indexed+1, seq, err)
-			}
+	indexed := w.indexed
+	if seq-indexed < auditIndexBatch {
+		return out, indexed, nil
+	}
+	// Another process may have indexed since: the file's watermark counts.
+	if err := tx.StmtContext(ctx, w.watermark).QueryRowContext(ctx).Scan(&indexed); err != nil {
+		return nil, 0, fmt.Errorf("read the audit index's watermark: %w", err)
+	}
+	if seq-indexed < auditIndexBatch {
+		return out, indexed, nil
+	}
+	for i, stmt := range w.index {
+		arg := indexed
+		if i == len(w.index)-1 {
+			arg = seq
+		}
+		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, arg); err != nil {
+			return nil, 0, fmt.Errorf("index rows %d to %d: %w", indexed+1, seq, err)
 		}
 	}
-	return out, nil
+	return out, seq, nil
 }
 
 // auditHead returns the sequence number and hash of the last row, of the
-// checkpoint when every row was pruned, or of the genesis; and the index's
-// watermark. head is selectHead, prepared.
-func auditHead(ctx context.Context, q queryer, head *sql.Stmt) (seq int64, hash string, indexed int64, err error) {
-	err = head.QueryRowContext(ctx).Scan(&seq, &hash, &indexed)
+// checkpoint when every row was pruned, or of the genesis. head is
+// selectHead, prepared.
+func auditHead(ctx context.Context, q queryer, head *sql.Stmt) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := head.QueryRowContext(ctx).Scan(&seq, &hash)
 	if err == nil {
-		return seq, hash, indexed, nil
+		return seq, hash, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return 0, "", 0, fmt.Errorf("read the head of the log: %w", err)
-	}
-	if err := q.QueryRowContext(ctx, `SELECT seq FROM audit_indexed WHERE id = 1`).Scan(&indexed); err != nil {
-		return 0, "", 0, fmt.Errorf("read the audit index's watermark: %w", err)
+		return 0, "", fmt.Errorf("read the head of the log: %w", err)
 	}
 	err = q.QueryRowContext(ctx, `SELECT seq, hash FROM audit_checkpoint WHERE id = 1`).Scan(&seq, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, portcullis.GenesisHash, indexed, nil
+		return 0, portcullis.GenesisHash, nil
 	}
 	if err != nil {
-		return 0, "", 0, fmt.Errorf("read the audit checkpoint: %w", err)
+		return 0, "", fmt.Errorf("read the audit checkpoint: %w", err)
 	}
-	return seq, hash, indexed, nil
+	return seq, hash, nil
 }
 
 // AppendAudit writes the events durably, in order, chained to the log, and

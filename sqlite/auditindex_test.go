@@ -316,3 +316,34 @@ func checkIndexConsistent(t testing.TB, path string) {
 		}
 	}
 }
+
+// TestAuditIndexTwoStores appends through two stores on one file, as two
+// processes do: each indexes the tail when it finds it long, from the
+// file's watermark whichever of them moved it last, so the index holds
+// every row once and the tail stays short.
+func TestAuditIndexTwoStores(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	path := filepath.Join(t.TempDir(), "state.db")
+	stores := []*sqlite.Store{openAt(t, path, clock), openAt(t, path, clock)}
+	base := clock.Now()
+	const rows = 4 * sqlite.AuditIndexBatch
+	for i := 0; i < rows; i += 100 {
+		n := min(100, rows-i)
+		evs := make([]portcullis.AuditEvent, n)
+		for j := range evs {
+			evs[j] = indexEvent(i+j, base)
+		}
+		// The one store appends three times as often as the other.
+		r(stores[min(1, (i/100)%4)].AppendAudit(ctx, evs...)).must(t)
+		if wm := watermark(t, path); int64(i+n)-wm >= sqlite.AuditIndexBatch {
+			t.Fatalf("after %d rows the watermark is %d: the tail is longer than %d rows", i+n, wm, sqlite.AuditIndexBatch-1)
+		}
+	}
+	checkIndexConsistent(t, path)
+	all := scanAll(t, stores[0])
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, q := range randomQueries(rng, 200, all) {
+		checkQuery(t, stores[1], all, q)
+	}
+}
