@@ -317,10 +317,11 @@ const auditIndexBatch = 1024
 
 // indexAudit brings the index tables up to date with the rows after the
 // watermark (the first argument of each) and moves the watermark to the
-// last row (the UPDATE's argument). Per commit the index pages were one
-// per session; per pass they are one per session for auditIndexBatch rows.
-// The rows are read in sequence order, unsorted: sorting them by key in
-// SQLite costs more than the seeks it would save (about 1 µs a row).
+// last row (the UPDATE's argument). A pass rewrites one index page per
+// session among auditIndexBatch rows, where indexes on the table rewrote
+// one per session among each commit's rows. The rows are read in sequence
+// order, unsorted: sorting them by key in SQLite costs more than the seeks
+// it would save (about 1 µs a row).
 var indexAudit = []string{
 	`INSERT INTO audit_by_session (session, seq) SELECT session, seq FROM audit WHERE seq > ?`,
 	`INSERT INTO audit_by_agent (agent, seq) SELECT agent, seq FROM audit WHERE seq > ?`,
