@@ -459,8 +459,8 @@ func (s *Store) AppendAudit(ctx context.Context, evs ...portcullis.AuditEvent) (
 // QueryAudit returns the matching records in sequence order, or newest
 // first.
 //
-// A query by session, agent, tool or time reads two parts of the log in one
-// statement (one snapshot): the rows up to the watermark through their
+// A query by session, agent, tool or a time range bounded on both sides
+// reads two parts of the log in one statement (one snapshot): the rows up to the watermark through their
 // index table, and the unindexed tail after it (fewer than auditIndexBatch
 // rows) by a scan of the table's end, each part ordered and limited, then
 // merged.
@@ -519,18 +519,12 @@ func auditQuery(q portcullis.AuditQuery) (string, []any) {
 	if !q.Until.IsZero() {
 		add("a.time < ?", nanos(q.Until))
 	}
-	if index == "" && (!q.Since.IsZero() || !q.Until.IsZero()) {
-		index = "audit_by_time"
-		var keys []string
-		if !q.Since.IsZero() {
-			keys = append(keys, "x.time >= ?")
-			keyArgs = append(keyArgs, nanos(q.Since))
-		}
-		if !q.Until.IsZero() {
-			keys = append(keys, "x.time < ?")
-			keyArgs = append(keyArgs, nanos(q.Until))
-		}
-		key = strings.Join(keys, " AND ")
+	// A time range bounded on both sides is looked up by time; one bounded
+	// on one side only is read in sequence order, which stops at the limit
+	// rather than gathering and sorting every row since (or until) the
+	// bound (as SQLite chose when the table had an index on time).
+	if index == "" && !q.Since.IsZero() && !q.Until.IsZero() {
+		index, key, keyArgs = "audit_by_time", "x.time >= ? AND x.time < ?", []any{nanos(q.Since), nanos(q.Until)}
 	}
 	var seqs []string
 	var seqArgs []any
