@@ -95,8 +95,8 @@ var benchLog struct {
 }
 
 // largeLog returns a file holding a 1,000,000-row audit log, rows of 1,000
-// sessions interleaved, the last 1,023 of them not yet indexed. It is built once per test binary run and removed by
-// TestMain.
+// sessions interleaved, the last 1,023 of them not yet indexed. It is built
+// once per test binary run and removed by TestMain.
 func largeLog(b *testing.B) string {
 	benchLog.once.Do(func() {
 		ctx := context.Background()
@@ -117,11 +117,11 @@ func largeLog(b *testing.B) string {
 		const batch = 5000
 		tail := sqlite.AuditIndexBatch - 1
 		for i := 0; i < benchLogRows; {
-			n := min(batch, benchLogRows-tail-i)
+			size := min(batch, benchLogRows-tail-i)
 			if i >= benchLogRows-tail {
-				n = benchLogRows - i
+				size = benchLogRows - i
 			}
-			evs := make([]portcullis.AuditEvent, n)
+			evs := make([]portcullis.AuditEvent, size)
 			for j := range evs {
 				n := i + j
 				evs[j] = event(n, at.Add(time.Duration(n)*time.Millisecond), fmt.Sprintf("s%d", n%benchLogSessions))
@@ -131,7 +131,7 @@ func largeLog(b *testing.B) string {
 				s.Close()
 				return
 			}
-			i += n
+			i += size
 		}
 		benchLog.err = s.Close()
 		st, _ := os.Stat(benchLog.path)
