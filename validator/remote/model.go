@@ -62,9 +62,9 @@ type Model struct {
 
 	mu       sync.Mutex
 	proc     *process
-	starting chan struct{} // while a start runs: closed when it ends
-	started  time.Time     // of the last start
-	lastErr  error         // why the last process failed to start or exited
+	starting *startRun // the start running, if one is
+	started  time.Time // when the last start ended
+	lastErr  error     // why the last process failed to start or exited
 	closed   bool
 }
 
@@ -113,11 +113,11 @@ func (m *Model) Ask(ctx context.Context, p portcullis.ModelPrompt) (portcullis.M
 func (m *Model) Close() error {
 	m.mu.Lock()
 	m.closed = true
-	starting := m.starting
+	run := m.starting
 	m.mu.Unlock()
-	if starting != nil {
+	if run != nil {
 		// The start in progress sees closed and ends what it started.
-		<-starting
+		<-run.done
 	}
 	m.mu.Lock()
 	pr := m.proc
@@ -153,9 +153,11 @@ func (m *Model) Pid() int {
 	return m.proc.cmd.Process.Pid
 }
 
-// process returns the running program, starting it when none runs. A
-// start does not hold the lock: a question that comes while another's
-// start runs waits for it only as long as its own context allows.
+// process returns the running program, starting it when none runs. The
+// start belongs to no one caller: it runs on its own, bounded by
+// StartTimeout, and every question that needs it (the one that began it
+// too) waits for it only as long as its own context allows, so one caller
+// giving up neither ends a start others wait for nor holds them.
 func (m *Model) process(ctx context.Context) (*process, error) {
 	for {
 		m.mu.Lock()
@@ -172,61 +174,68 @@ func (m *Model) process(ctx context.Context) (*process, error) {
 			m.lastErr = m.proc.err
 			m.proc = nil
 		}
-		if starting := m.starting; starting != nil {
-			m.mu.Unlock()
-			select {
-			case <-starting:
-				continue
-			case <-ctx.Done():
-				return nil, &Error{msg: fmt.Sprintf("%s: request abandoned while %s started: %v", m.name, Program, ctx.Err()), cause: ctx.Err()}
+		run := m.starting
+		if run == nil {
+			if m.lastErr != nil && time.Since(m.started) < m.opts.RestartDelay {
+				err := m.lastErr
+				m.mu.Unlock()
+				return nil, err
 			}
+			if err := ctx.Err(); err != nil {
+				m.mu.Unlock()
+				return nil, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", m.name, err), cause: err}
+			}
+			run = &startRun{done: make(chan struct{})}
+			m.starting = run
+			go m.startOnce(run)
 		}
-		if m.lastErr != nil && time.Since(m.started) < m.opts.RestartDelay {
-			err := m.lastErr
-			m.mu.Unlock()
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			m.mu.Unlock()
-			return nil, &Error{msg: fmt.Sprintf("%s: request abandoned: %v", m.name, err), cause: err}
-		}
-		starting := make(chan struct{})
-		m.starting = starting
 		m.mu.Unlock()
-		return m.startOnce(ctx, starting)
+		select {
+		case <-run.done:
+			if run.err != nil {
+				return nil, run.err
+			}
+		case <-ctx.Done():
+			return nil, &Error{msg: fmt.Sprintf("%s: request abandoned while %s started: %v", m.name, Program, ctx.Err()), cause: ctx.Err()}
+		}
 	}
 }
 
-// startOnce starts the program for process and publishes the outcome: the
-// program, or the error the questions that come within RestartDelay get.
-func (m *Model) startOnce(ctx context.Context, starting chan struct{}) (*process, error) {
-	started := time.Now()
-	pr, err := m.start(ctx)
+// startRun is one start of the program; err is set before done is closed.
+type startRun struct {
+	done chan struct{}
+	err  error
+}
+
+// startOnce starts the program and publishes the outcome: the program, or
+// the error that the questions waiting, and those that come within
+// RestartDelay of it, get.
+func (m *Model) startOnce(run *startRun) {
+	pr, err := m.start()
 	m.mu.Lock()
 	defer func() {
+		run.err = err
 		m.starting = nil
-		close(starting)
+		close(run.done)
 		m.mu.Unlock()
 	}()
-	switch {
-	case err != nil:
-		// A start abandoned by its caller says nothing of the program:
-		// the next caller starts it again.
-		if ctx.Err() == nil {
-			m.started, m.lastErr = started, err
-		}
-		return nil, err
-	case m.closed:
+	if err != nil {
+		// RestartDelay counts from the failure: a start that took its
+		// whole timeout is not tried again at once.
+		m.started, m.lastErr = time.Now(), err
+		return
+	}
+	if m.closed {
 		// Close came during the start and waits for it: the program
 		// started for nobody is ended before Close returns.
 		m.mu.Unlock()
 		pr.end()
 		m.mu.Lock()
-		return nil, &Error{msg: m.name + ": the provider program was closed"}
+		err = &Error{msg: m.name + ": the provider program was closed"}
+		return
 	}
-	m.started = started
+	m.started = time.Now()
 	m.proc, m.lastErr = pr, nil
-	return pr, nil
 }
 
 // process is one run of the program.
@@ -246,7 +255,8 @@ type process struct {
 	err     *Error        // why, once done is closed
 }
 
-func (m *Model) start(ctx context.Context) (*process, error) {
+// start runs the program and waits for its hello, up to StartTimeout.
+func (m *Model) start() (*process, error) {
 	fail := func(format string, args ...any) *Error {
 		return &Error{msg: m.name + ": " + fmt.Sprintf(format, args...)}
 	}
@@ -301,8 +311,6 @@ func (m *Model) start(ctx context.Context) (*process, error) {
 		case h.Protocol != Protocol:
 			startErr = fail("%s speaks protocol %d, this gateway %d: install the same version of both: %s", m.opts.Program, h.Protocol, Protocol, Install)
 		}
-	case <-ctx.Done():
-		startErr = &Error{msg: fmt.Sprintf("%s: request abandoned while %s started: %v", m.name, Program, ctx.Err()), cause: ctx.Err()}
 	case <-t.C:
 		startErr = fail("%s did not start within %v", m.opts.Program, m.opts.StartTimeout)
 	}
@@ -473,7 +481,9 @@ func (l *lineReader) next(v any) error {
 		case err == bufio.ErrBufferFull:
 			continue
 		case err == io.EOF && len(bytes.TrimSpace(line)) > 0:
-			return io.ErrUnexpectedEOF
+			// The last line before the program exited, without its
+			// line end.
+			return json.Unmarshal(line, v)
 		case err != nil:
 			return err
 		case len(bytes.TrimSpace(line)) == 0:

@@ -268,3 +268,53 @@ func TestOverlongAnswerLineEndsTheProgram(t *testing.T) {
 		t.Fatalf("Ask of a program that writes a 3 MB line = %d bytes of answer, %v; want an error saying the line is too long", len(a.Text), err)
 	}
 }
+
+// The start belongs to no one question: when the question that began it
+// gives up, the start goes on for the others waiting, which get the
+// program it brings up rather than a second start.
+func TestStartOutlivesTheQuestionThatBeganIt(t *testing.T) {
+	program, started, release, pid := slowStart(t)
+	m := newModel(t, program, &fakeAPI{}, 0)
+	first := make(chan error, 1)
+	go func() {
+		_, err := m.Ask(shortContext(t), ask("first"))
+		first <- err
+	}()
+	<-started
+	firstPid := pid()
+	second := make(chan error, 1)
+	go func() {
+		_, err := m.Ask(t.Context(), ask("second"))
+		second <- err
+	}()
+	if err := <-first; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the question that began the start = %v; want its own deadline", err)
+	}
+	release()
+	if err := <-second; err != nil {
+		t.Fatalf("the question waiting for the start = %v; want an answer", err)
+	}
+	if got := m.Pid(); got != firstPid {
+		t.Fatalf("the program runs as pid %d; want %d, the one the first start brought up", got, firstPid)
+	}
+}
+
+// The last answer a program writes before it exits is read even without
+// its line end.
+func TestLastAnswerWithoutLineEnd(t *testing.T) {
+	terse := filepath.Join(t.TempDir(), "terse-provider")
+	script := "#!/bin/sh\nread line\necho '{\"protocol\":" + strconv.Itoa(remote.Protocol) + ",\"name\":\"terse\"}'\nread line\n" +
+		"printf '{\"id\":1,\"answer\":{\"text\":\"done\"}}'\n"
+	if err := os.WriteFile(terse, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := remote.New(remote.Options{Program: terse, Config: remote.Config{Provider: "anthropic", Model: "m"}, RestartDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	a, err := m.Ask(t.Context(), ask("q"))
+	if err != nil || a.Text != "done" {
+		t.Fatalf("Ask of a program whose last answer has no line end = %q, %v; want \"done\"", a.Text, err)
+	}
+}
