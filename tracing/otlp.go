@@ -165,22 +165,49 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 }
 
 // otlpHeaders parses a list of key=value pairs separated by commas, each
-// value URL-encoded (the OTel specification's format).
+// value URL-encoded (the OTel specification's format); empty elements are
+// skipped, as the official client does. The values are secrets as often
+// as not (API keys, bearer tokens): an error names the element by its
+// position and its key, when the key is a header name, and never quotes
+// the value or the element.
 func otlpHeaders(s string) (map[string]string, error) {
 	h := map[string]string{}
+	i := 0
 	for pair := range strings.SplitSeq(s, ",") {
+		i++
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
-		if !ok || !validHeaderKey(k) {
-			return nil, fmt.Errorf("%q is not name=value with a valid header name", pair)
+		if !ok {
+			return nil, fmt.Errorf("element %d is not name=value", i)
+		}
+		if !validHeaderKey(k) {
+			return nil, fmt.Errorf("element %d: the name before = is not a valid header name", i)
 		}
 		v, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, fmt.Errorf("the value of %s: %w", k, err)
+			return nil, fmt.Errorf("element %d (%s): the value is not URL-encoded (a %% not followed by two hex digits)", i, k)
 		}
-		h[k] = strings.TrimSpace(v)
+		v = strings.TrimSpace(v)
+		if !validHeaderValue(v) {
+			return nil, fmt.Errorf("element %d (%s): the decoded value holds a control character (such as CR or LF)", i, k)
+		}
+		h[k] = v
 	}
 	return h, nil
+}
+
+// validHeaderValue reports whether v holds no control character other
+// than a tab (RFC 9110's field-value, as Go's HTTP client checks it).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // validHeaderKey reports whether k is an HTTP token (RFC 9110).

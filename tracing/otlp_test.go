@@ -432,3 +432,70 @@ func TestOTLPShutdownEndsAnUploadInFlight(t *testing.T) {
 		t.Fatal("ExportSpans still waits after Shutdown")
 	}
 }
+
+// TestOTLPHeaderErrorsKeepValuesSecret: a header list the client cannot
+// use is an error at start that names the variable, the element and its
+// key, and never the value or the whole element (API keys and tokens).
+func TestOTLPHeaderErrorsKeepValuesSecret(t *testing.T) {
+	for name, tc := range map[string]struct {
+		headers string
+		want    []string
+	}{
+		"no =":              {"Authorization Bearer s3cr3t", []string{"element 1", "not name=value"}},
+		"colon for =":       {"api-key=abc,Authorization: Bearer s3cr3t", []string{"element 2", "not name=value"}},
+		"bare token":        {"s3cr3t", []string{"element 1", "not name=value"}},
+		"name not a token":  {"Authorization: Bearer x=s3cr3t", []string{"element 1", "not a valid header name"}},
+		"comma in value":    {"authorization=Bearer s3cr3t,s3cr3t", []string{"element 2", "not name=value"}},
+		"bad escape":        {"x-api-key=s3cr3t%zzs3cr3t", []string{"element 1 (x-api-key)", "not URL-encoded"}},
+		"CR LF":             {"a=1,authorization=Bearer%20s3cr3t%0D%0AX-Evil:%201", []string{"element 2 (authorization)", "control character"}},
+		"NUL":               {"x-api-key=s3cr3t%00", []string{"element 1 (x-api-key)", "control character"}},
+		"DEL":               {"x-api-key=s3cr3t%7F", []string{"element 1 (x-api-key)", "control character"}},
+		"traces variable":   {"x-api-key=%zzs3cr3t", []string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "element 1 (x-api-key)"}},
+		"empty then broken": {",,s3cr3t", []string{"element 3", "not name=value"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			variable := "OTEL_EXPORTER_OTLP_HEADERS"
+			if name == "traces variable" {
+				variable = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+			}
+			_, err := tracing.NewOTLPExporter(context.Background(), envOf(map[string]string{
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", variable: tc.headers}))
+			if err == nil {
+				t.Fatalf("NewOTLPExporter(%s=%q) = nil error; want one", variable, tc.headers)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "%zz") || strings.Contains(err.Error(), "Bearer") {
+				t.Errorf("NewOTLPExporter(%s) = %q; it shows (part of) a value", name, err)
+			}
+			for _, w := range append(tc.want, variable) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("NewOTLPExporter(%s) = %q; want it to say %q", name, err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestOTLPHeadersEmptyElements: empty elements in a header list (a
+// trailing comma) are skipped, as the official client skips them.
+func TestOTLPHeadersEmptyElements(t *testing.T) {
+	c := &collector{}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	for _, h := range []string{"api-key=abc,", "api-key=abc, ", ", api-key=abc,,tenant=t1"} {
+		if err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": h}, "s"); err != nil {
+			t.Errorf("ExportSpans with OTEL_EXPORTER_OTLP_HEADERS=%q: %v", h, err)
+		}
+	}
+	got := c.requests()
+	if len(got) != 3 {
+		t.Fatalf("the endpoint got %d requests; want 3", len(got))
+	}
+	for i, r := range got {
+		if k := r.header.Get("Api-Key"); k != "abc" {
+			t.Errorf("request %d: api-key = %q; want abc", i, k)
+		}
+	}
+	if v := got[2].header.Get("Tenant"); v != "t1" {
+		t.Errorf("request 3: tenant = %q; want t1", v)
+	}
+}
