@@ -244,7 +244,14 @@ func newOTLPClient(cfg *otlpConfig) *otlpClient {
 	if cfg.tls != nil {
 		tr.TLSClientConfig = cfg.tls
 	}
-	c := &otlpClient{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.timeout}}
+	c := &otlpClient{cfg: cfg, http: &http.Client{
+		Transport: tr,
+		Timeout:   cfg.timeout,
+		// A collector does not redirect, and a redirect to another host
+		// would carry the configured headers (API keys under names Go
+		// does not know to drop) there: a 3xx is a failed export.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 	c.stopped, c.stop = context.WithCancel(context.Background())
 	return c
 }
@@ -359,6 +366,9 @@ func (c *otlpClient) post(ctx context.Context, body []byte) (retryAfter time.Dur
 			retryAfter = time.Duration(s) * time.Second
 		}
 		return retryAfter, fmt.Errorf("send to %s: %s (body: %s)", c.cfg.url.Redacted(), resp.Status, bodyText(data))
+	case sc >= 300 && sc <= 399:
+		return -1, fmt.Errorf("send to %s: %s: the endpoint redirects%s, and the exporter does not follow redirects; "+
+			"set the endpoint variable to the collector's own URL", c.cfg.url.Redacted(), resp.Status, redirectTarget(resp))
 	default:
 		return -1, fmt.Errorf("send to %s: %s (body: %s)", c.cfg.url.Redacted(), resp.Status, bodyText(data))
 	}
@@ -370,6 +380,18 @@ func bodyText(b []byte) string {
 		return "(empty)"
 	}
 	return s
+}
+
+// redirectTarget is " to " and where resp redirects, its scheme, host and
+// path only (a query or user name may carry a token), or "" when it has
+// no usable Location.
+func redirectTarget(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil {
+		return ""
+	}
+	u := url.URL{Scheme: loc.Scheme, Host: loc.Host, Path: loc.Path}
+	return " to " + u.String()
 }
 
 // partialSuccess reads an ExportTraceServiceResponse: its partial_success

@@ -499,3 +499,33 @@ func TestOTLPHeadersEmptyElements(t *testing.T) {
 		t.Errorf("request 3: tenant = %q; want t1", v)
 	}
 }
+
+// TestOTLPRedirectNotFollowed: an endpoint that redirects fails the
+// export, and where it points gets nothing, not the configured headers.
+func TestOTLPRedirectNotFollowed(t *testing.T) {
+	var harvested atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { harvested.Add(1) }))
+	defer other.Close()
+	target := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/harvest?token=s3cr3t"
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target, status)
+		}))
+		err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
+			"OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=abc,authorization=Bearer%20tok"}, "s")
+		srv.Close()
+		if err == nil {
+			t.Errorf("ExportSpans to an endpoint answering %d = nil; want an error", status)
+			continue
+		}
+		if want := http.StatusText(status); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "redirect") {
+			t.Errorf("ExportSpans to an endpoint answering %d = %q; want it to say %q and redirect", status, err, want)
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("ExportSpans to an endpoint answering %d = %q; it shows the Location's query", status, err)
+		}
+	}
+	if n := harvested.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests; want none", n)
+	}
+}
