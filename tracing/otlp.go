@@ -60,7 +60,9 @@ type otlpConfig struct {
 // OTEL_EXPORTER_OTLP_* peer; the general endpoint gets /v1/traces
 // appended, the traces endpoint is taken whole (its path "/" when it has
 // none, as the OTel specification says); the scheme says whether
-// TLS is used, unless an INSECURE variable says otherwise.
+// TLS is used. An INSECURE variable set to true turns the default endpoint
+// (or one whose scheme is http) to plain HTTP; with an endpoint variable
+// that says https it is an error, rather than credentials sent in the clear.
 func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 	env := func(name string) (string, bool) {
 		v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + name))
@@ -72,6 +74,8 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 		userAgent:   "OTel OTLP Exporter Go/" + otlptrace.Version() + " (portcullis)",
 		maxRespBody: 1 << 20,
 	}
+	// tlsEndpoint names the endpoint variable that asks for TLS, if any.
+	tlsEndpoint := ""
 	for _, name := range []string{"ENDPOINT", "TRACES_ENDPOINT"} {
 		v, ok := env(name)
 		if !ok {
@@ -84,9 +88,9 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 		if u.Host == "" {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_%s=%q: want a URL such as http://collector:4318", name, v)
 		}
-		cfg.url.Scheme = "https"
+		cfg.url.Scheme, tlsEndpoint = "https", "OTEL_EXPORTER_OTLP_"+name
 		if s := strings.ToLower(u.Scheme); s == "http" || s == "unix" {
-			cfg.url.Scheme = "http"
+			cfg.url.Scheme, tlsEndpoint = "http", ""
 		}
 		cfg.url.Host = u.Host
 		switch {
@@ -129,8 +133,11 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 		cfg.tls = &tls.Config{RootCAs: roots, Certificates: certs}
 	}
 
+	// insecure names the INSECURE variable in effect, if any.
+	insecure := ""
 	for _, prefix := range []string{"", "TRACES_"} {
 		if v, ok := env(prefix + "INSECURE"); ok {
+			insecure = "OTEL_EXPORTER_OTLP_" + prefix + "INSECURE"
 			cfg.url.Scheme = "https"
 			if strings.EqualFold(v, "true") {
 				cfg.url.Scheme = "http"
@@ -160,6 +167,12 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 			}
 			cfg.timeout = time.Duration(ms) * time.Millisecond
 		}
+	}
+	if tlsEndpoint != "" && cfg.url.Scheme == "http" {
+		// The specification's INSECURE is for gRPC endpoints without a
+		// scheme; over HTTP the endpoint's scheme decides.
+		return nil, fmt.Errorf("%s is https but %s=true asks for plain HTTP, which would send the spans and headers unencrypted: "+
+			"give an http:// endpoint for a collector without TLS, or unset %[2]s", tlsEndpoint, insecure)
 	}
 	return cfg, nil
 }

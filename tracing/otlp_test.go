@@ -141,9 +141,9 @@ func TestOTLPRequest(t *testing.T) {
 			env: func(u string) map[string]string {
 				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": u, "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none"}
 			}},
-		{name: "insecure over an https endpoint's scheme", path: "/v1/traces",
+		{name: "insecure with an http endpoint", path: "/v1/traces",
 			env: func(u string) map[string]string {
-				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": strings.Replace(u, "http:", "https:", 1), "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"}
+				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": u, "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"}
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -527,5 +527,67 @@ func TestOTLPRedirectNotFollowed(t *testing.T) {
 	}
 	if n := harvested.Load(); n != 0 {
 		t.Errorf("the redirect's target got %d requests; want none", n)
+	}
+}
+
+// TestOTLPInsecureWithHTTPSEndpoint: INSECURE=true does not turn an
+// endpoint given as https into plain HTTP; the two together are an error
+// at start. It still applies to the default endpoint, and an http
+// endpoint is plain HTTP with or without it.
+func TestOTLPInsecureWithHTTPSEndpoint(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want []string // what the error says; nil: no error
+	}{
+		"endpoint": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318", "OTEL_EXPORTER_OTLP_INSECURE": "true"},
+			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"}},
+		"traces endpoint": {map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://collector:4318/v1/traces", "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"},
+			[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"}},
+		"traces insecure": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true"},
+			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"}},
+		"traces insecure false wins": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318",
+			"OTEL_EXPORTER_OTLP_INSECURE": "true", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "false"}, nil},
+		"http traces endpoint wins": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces", "OTEL_EXPORTER_OTLP_INSECURE": "true"}, nil},
+		"http endpoint":    {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_INSECURE": "true"}, nil},
+		"default endpoint": {map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "true"}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			exp, err := tracing.NewOTLPExporter(context.Background(), envOf(tc.env))
+			if exp != nil {
+				defer exp.Shutdown(context.Background())
+			}
+			if tc.want == nil {
+				if err != nil {
+					t.Errorf("NewOTLPExporter(%v) = %v; want no error", tc.env, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("NewOTLPExporter(%v) = nil error; want one", tc.env)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("NewOTLPExporter(%v) = %q; want it to name %s", tc.env, err, w)
+				}
+			}
+		})
+	}
+
+	// The https endpoint of a plain HTTP server: the request goes nowhere
+	// in the clear.
+	c := &collector{}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	env := map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": strings.Replace(srv.URL, "http://", "https://", 1) + "/v1/traces",
+		"OTEL_EXPORTER_OTLP_INSECURE": "true", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20tok"}
+	if exp, err := tracing.NewOTLPExporter(context.Background(), envOf(env)); err == nil {
+		if err := exp.ExportSpans(context.Background(), tracetest.SpanStubs{{Name: "s"}}.Snapshots()); err != nil {
+			t.Logf("ExportSpans: %v", err)
+		}
+		exp.Shutdown(context.Background())
+	}
+	if n := len(c.requests()); n != 0 {
+		t.Errorf("a plain HTTP server got %d requests for an https endpoint; want none", n)
 	}
 }
