@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -354,11 +355,16 @@ func (c *otlpClient) post(ctx context.Context, body []byte) (retryAfter time.Dur
 		return -1, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.maxRespBody))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.maxRespBody+1))
 	if err != nil {
 		return -1, err
 	}
 	switch sc := resp.StatusCode; {
+	case sc >= 200 && sc <= 299 && int64(len(data)) > c.cfg.maxRespBody:
+		// The spans were accepted; a partial success, if the body holds
+		// one, cannot be read from its first part.
+		otel.Handle(fmt.Errorf("OTLP response from %s: %s with a body over %d bytes, not read for a partial success", c.cfg.url.Redacted(), resp.Status, c.cfg.maxRespBody))
+		return -1, nil
 	case sc >= 200 && sc <= 299:
 		if len(data) > 0 && resp.Header.Get("Content-Type") == "application/x-protobuf" {
 			rejected, msg, err := partialSuccess(data)
@@ -387,12 +393,24 @@ func (c *otlpClient) post(ctx context.Context, body []byte) (retryAfter time.Dur
 	}
 }
 
+// bodyTextMax is how much of an error response's body an error shows.
+const bodyTextMax = 1 << 10
+
+// bodyText is an error response's body as an error shows it: its first
+// KiB, cut at a character's boundary.
 func bodyText(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if s == "" {
 		return "(empty)"
 	}
-	return s
+	if len(s) <= bodyTextMax {
+		return s
+	}
+	cut := bodyTextMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (the first %d of %d bytes read)", s[:cut], cut, len(s))
 }
 
 // redirectTarget is " to " and where resp redirects, its scheme, host and

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -589,5 +590,56 @@ func TestOTLPInsecureWithHTTPSEndpoint(t *testing.T) {
 	}
 	if n := len(c.requests()); n != 0 {
 		t.Errorf("a plain HTTP server got %d requests for an https endpoint; want none", n)
+	}
+}
+
+// TestOTLPLargeResponseBodies: a 2xx answer with a body over the limit
+// counts as an export done (a note goes to the error handler), and an
+// error answer's body is cut to about a KiB in the error.
+func TestOTLPLargeResponseBodies(t *testing.T) {
+	var handled []error
+	var mu sync.Mutex
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		handled = append(handled, err)
+		mu.Unlock()
+	}))
+	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+
+	// A valid ExportTraceServiceResponse of 2 MiB: an unknown field 2.
+	big := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), make([]byte, 2<<20))
+	ok := &collector{answer: func(n int, w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(big)
+	}}
+	srv := httptest.NewServer(ok)
+	defer srv.Close()
+	if err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}, "s"); err != nil {
+		t.Errorf("ExportSpans answered 200 with a 2 MiB body = %v; want nil", err)
+	}
+	mu.Lock()
+	if len(handled) != 1 || !strings.Contains(handled[0].Error(), "200 OK") {
+		t.Errorf("errors handled = %v; want one note of the body not read", handled)
+	}
+	mu.Unlock()
+
+	for _, status := range []int{http.StatusBadRequest, http.StatusServiceUnavailable} {
+		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "é"+strings.Repeat("x", 900<<10), status)
+		}))
+		restore := tracing.SetOTLPRetry(time.Millisecond, time.Millisecond, 5*time.Millisecond)
+		err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": bad.URL}, "s")
+		restore()
+		bad.Close()
+		if err == nil {
+			t.Errorf("ExportSpans answered %d = nil; want an error", status)
+			continue
+		}
+		if n := len(err.Error()); n > 2<<10 {
+			t.Errorf("ExportSpans answered %d with a 900 KiB body: error of %d bytes; want at most 2 KiB", status, n)
+		}
+		if !strings.Contains(err.Error(), "éxxx") || !utf8.ValidString(err.Error()) {
+			t.Errorf("ExportSpans answered %d: error %.200q…; want the body's start, valid UTF-8", status, err)
+		}
 	}
 }
