@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -60,7 +61,9 @@ type otlpConfig struct {
 // OTEL_EXPORTER_OTLP_* peer; the general endpoint gets /v1/traces
 // appended, the traces endpoint is taken whole (its path "/" when it has
 // none, as the OTel specification says); the scheme says whether
-// TLS is used, unless an INSECURE variable says otherwise.
+// TLS is used. An INSECURE variable set to true turns the default endpoint
+// (or one whose scheme is http) to plain HTTP; with an endpoint variable
+// that says https it is an error, rather than credentials sent in the clear.
 func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 	env := func(name string) (string, bool) {
 		v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + name))
@@ -72,6 +75,8 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 		userAgent:   "OTel OTLP Exporter Go/" + otlptrace.Version() + " (portcullis)",
 		maxRespBody: 1 << 20,
 	}
+	// tlsEndpoint names the endpoint variable that asks for TLS, if any.
+	tlsEndpoint := ""
 	for _, name := range []string{"ENDPOINT", "TRACES_ENDPOINT"} {
 		v, ok := env(name)
 		if !ok {
@@ -84,9 +89,9 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 		if u.Host == "" {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_%s=%q: want a URL such as http://collector:4318", name, v)
 		}
-		cfg.url.Scheme = "https"
+		cfg.url.Scheme, tlsEndpoint = "https", "OTEL_EXPORTER_OTLP_"+name
 		if s := strings.ToLower(u.Scheme); s == "http" || s == "unix" {
-			cfg.url.Scheme = "http"
+			cfg.url.Scheme, tlsEndpoint = "http", ""
 		}
 		cfg.url.Host = u.Host
 		switch {
@@ -129,8 +134,11 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 		cfg.tls = &tls.Config{RootCAs: roots, Certificates: certs}
 	}
 
+	// insecure names the INSECURE variable in effect, if any.
+	insecure := ""
 	for _, prefix := range []string{"", "TRACES_"} {
 		if v, ok := env(prefix + "INSECURE"); ok {
+			insecure = "OTEL_EXPORTER_OTLP_" + prefix + "INSECURE"
 			cfg.url.Scheme = "https"
 			if strings.EqualFold(v, "true") {
 				cfg.url.Scheme = "http"
@@ -161,26 +169,59 @@ func otlpFromEnv(getenv func(string) string) (*otlpConfig, error) {
 			cfg.timeout = time.Duration(ms) * time.Millisecond
 		}
 	}
+	if tlsEndpoint != "" && cfg.url.Scheme == "http" {
+		// The specification's INSECURE is for gRPC endpoints without a
+		// scheme; over HTTP the endpoint's scheme decides.
+		return nil, fmt.Errorf("%s is https but %s=true asks for plain HTTP, which would send the spans and headers unencrypted: "+
+			"give an http:// endpoint for a collector without TLS, or unset %[2]s", tlsEndpoint, insecure)
+	}
 	return cfg, nil
 }
 
 // otlpHeaders parses a list of key=value pairs separated by commas, each
-// value URL-encoded (the OTel specification's format).
+// value URL-encoded (the OTel specification's format); empty elements are
+// skipped, as the official client does. The values are secrets as often
+// as not (API keys, bearer tokens): an error names the element by its
+// position and its key, when the key is a header name, and never quotes
+// the value or the element.
 func otlpHeaders(s string) (map[string]string, error) {
 	h := map[string]string{}
+	i := 0
 	for pair := range strings.SplitSeq(s, ",") {
+		i++
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
-		if !ok || !validHeaderKey(k) {
-			return nil, fmt.Errorf("%q is not name=value with a valid header name", pair)
+		if !ok {
+			return nil, fmt.Errorf("element %d is not name=value", i)
+		}
+		if !validHeaderKey(k) {
+			return nil, fmt.Errorf("element %d: the name before = is not a valid header name", i)
 		}
 		v, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, fmt.Errorf("the value of %s: %w", k, err)
+			return nil, fmt.Errorf("element %d (%s): the value is not URL-encoded (a %% not followed by two hex digits)", i, k)
 		}
-		h[k] = strings.TrimSpace(v)
+		v = strings.TrimSpace(v)
+		if !validHeaderValue(v) {
+			return nil, fmt.Errorf("element %d (%s): the decoded value holds a control character (such as CR or LF)", i, k)
+		}
+		h[k] = v
 	}
 	return h, nil
+}
+
+// validHeaderValue reports whether v holds no control character other
+// than a tab (RFC 9110's field-value, as Go's HTTP client checks it).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // validHeaderKey reports whether k is an HTTP token (RFC 9110).
@@ -217,7 +258,14 @@ func newOTLPClient(cfg *otlpConfig) *otlpClient {
 	if cfg.tls != nil {
 		tr.TLSClientConfig = cfg.tls
 	}
-	c := &otlpClient{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.timeout}}
+	c := &otlpClient{cfg: cfg, http: &http.Client{
+		Transport: tr,
+		Timeout:   cfg.timeout,
+		// A collector does not redirect, and a redirect to another host
+		// would carry the configured headers (API keys under names Go
+		// does not know to drop) there: a 3xx is a failed export.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 	c.stopped, c.stop = context.WithCancel(context.Background())
 	return c
 }
@@ -307,11 +355,16 @@ func (c *otlpClient) post(ctx context.Context, body []byte) (retryAfter time.Dur
 		return -1, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.maxRespBody))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.maxRespBody+1))
 	if err != nil {
 		return -1, err
 	}
 	switch sc := resp.StatusCode; {
+	case sc >= 200 && sc <= 299 && int64(len(data)) > c.cfg.maxRespBody:
+		// The spans were accepted; a partial success, if the body holds
+		// one, cannot be read from its first part.
+		otel.Handle(fmt.Errorf("OTLP response from %s: %s with a body over %d bytes, not read for a partial success", c.cfg.url.Redacted(), resp.Status, c.cfg.maxRespBody))
+		return -1, nil
 	case sc >= 200 && sc <= 299:
 		if len(data) > 0 && resp.Header.Get("Content-Type") == "application/x-protobuf" {
 			rejected, msg, err := partialSuccess(data)
@@ -332,17 +385,44 @@ func (c *otlpClient) post(ctx context.Context, body []byte) (retryAfter time.Dur
 			retryAfter = time.Duration(s) * time.Second
 		}
 		return retryAfter, fmt.Errorf("send to %s: %s (body: %s)", c.cfg.url.Redacted(), resp.Status, bodyText(data))
+	case sc >= 300 && sc <= 399:
+		return -1, fmt.Errorf("send to %s: %s: the endpoint redirects%s, and the exporter does not follow redirects; "+
+			"set the endpoint variable to the collector's own URL", c.cfg.url.Redacted(), resp.Status, redirectTarget(resp))
 	default:
 		return -1, fmt.Errorf("send to %s: %s (body: %s)", c.cfg.url.Redacted(), resp.Status, bodyText(data))
 	}
 }
 
+// bodyTextMax is how much of an error response's body an error shows.
+const bodyTextMax = 1 << 10
+
+// bodyText is an error response's body as an error shows it: its first
+// KiB, cut at a character's boundary.
 func bodyText(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if s == "" {
 		return "(empty)"
 	}
-	return s
+	if len(s) <= bodyTextMax {
+		return s
+	}
+	cut := bodyTextMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (the first %d of %d bytes read)", s[:cut], cut, len(s))
+}
+
+// redirectTarget is " to " and where resp redirects, its scheme, host and
+// path only (a query or user name may carry a token), or "" when it has
+// no usable Location.
+func redirectTarget(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil {
+		return ""
+	}
+	u := url.URL{Scheme: loc.Scheme, Host: loc.Host, Path: loc.Path}
+	return " to " + u.String()
 }
 
 // partialSuccess reads an ExportTraceServiceResponse: its partial_success

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -141,9 +142,9 @@ func TestOTLPRequest(t *testing.T) {
 			env: func(u string) map[string]string {
 				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": u, "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none"}
 			}},
-		{name: "insecure over an https endpoint's scheme", path: "/v1/traces",
+		{name: "insecure with an http endpoint", path: "/v1/traces",
 			env: func(u string) map[string]string {
-				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": strings.Replace(u, "http:", "https:", 1), "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"}
+				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": u, "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"}
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -430,5 +431,215 @@ func TestOTLPShutdownEndsAnUploadInFlight(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("ExportSpans still waits after Shutdown")
+	}
+}
+
+// TestOTLPHeaderErrorsKeepValuesSecret: a header list the client cannot
+// use is an error at start that names the variable, the element and its
+// key, and never the value or the whole element (API keys and tokens).
+func TestOTLPHeaderErrorsKeepValuesSecret(t *testing.T) {
+	for name, tc := range map[string]struct {
+		headers string
+		want    []string
+	}{
+		"no =":              {"Authorization Bearer s3cr3t", []string{"element 1", "not name=value"}},
+		"colon for =":       {"api-key=abc,Authorization: Bearer s3cr3t", []string{"element 2", "not name=value"}},
+		"bare token":        {"s3cr3t", []string{"element 1", "not name=value"}},
+		"name not a token":  {"Authorization: Bearer x=s3cr3t", []string{"element 1", "not a valid header name"}},
+		"comma in value":    {"authorization=Bearer s3cr3t,s3cr3t", []string{"element 2", "not name=value"}},
+		"bad escape":        {"x-api-key=s3cr3t%zzs3cr3t", []string{"element 1 (x-api-key)", "not URL-encoded"}},
+		"CR LF":             {"a=1,authorization=Bearer%20s3cr3t%0D%0AX-Evil:%201", []string{"element 2 (authorization)", "control character"}},
+		"NUL":               {"x-api-key=s3cr3t%00", []string{"element 1 (x-api-key)", "control character"}},
+		"DEL":               {"x-api-key=s3cr3t%7F", []string{"element 1 (x-api-key)", "control character"}},
+		"traces variable":   {"x-api-key=%zzs3cr3t", []string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "element 1 (x-api-key)"}},
+		"empty then broken": {",,s3cr3t", []string{"element 3", "not name=value"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			variable := "OTEL_EXPORTER_OTLP_HEADERS"
+			if name == "traces variable" {
+				variable = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+			}
+			_, err := tracing.NewOTLPExporter(context.Background(), envOf(map[string]string{
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", variable: tc.headers}))
+			if err == nil {
+				t.Fatalf("NewOTLPExporter(%s=%q) = nil error; want one", variable, tc.headers)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "%zz") || strings.Contains(err.Error(), "Bearer") {
+				t.Errorf("NewOTLPExporter(%s) = %q; it shows (part of) a value", name, err)
+			}
+			for _, w := range append(tc.want, variable) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("NewOTLPExporter(%s) = %q; want it to say %q", name, err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestOTLPHeadersEmptyElements: empty elements in a header list (a
+// trailing comma) are skipped, as the official client skips them.
+func TestOTLPHeadersEmptyElements(t *testing.T) {
+	c := &collector{}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	for _, h := range []string{"api-key=abc,", "api-key=abc, ", ", api-key=abc,,tenant=t1"} {
+		if err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "OTEL_EXPORTER_OTLP_HEADERS": h}, "s"); err != nil {
+			t.Errorf("ExportSpans with OTEL_EXPORTER_OTLP_HEADERS=%q: %v", h, err)
+		}
+	}
+	got := c.requests()
+	if len(got) != 3 {
+		t.Fatalf("the endpoint got %d requests; want 3", len(got))
+	}
+	for i, r := range got {
+		if k := r.header.Get("Api-Key"); k != "abc" {
+			t.Errorf("request %d: api-key = %q; want abc", i, k)
+		}
+	}
+	if v := got[2].header.Get("Tenant"); v != "t1" {
+		t.Errorf("request 3: tenant = %q; want t1", v)
+	}
+}
+
+// TestOTLPRedirectNotFollowed: an endpoint that redirects fails the
+// export, and where it points gets nothing, not the configured headers.
+func TestOTLPRedirectNotFollowed(t *testing.T) {
+	var harvested atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { harvested.Add(1) }))
+	defer other.Close()
+	target := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/harvest?token=s3cr3t"
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target, status)
+		}))
+		err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
+			"OTEL_EXPORTER_OTLP_HEADERS": "x-honeycomb-team=abc,authorization=Bearer%20tok"}, "s")
+		srv.Close()
+		if err == nil {
+			t.Errorf("ExportSpans to an endpoint answering %d = nil; want an error", status)
+			continue
+		}
+		if want := http.StatusText(status); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "redirect") {
+			t.Errorf("ExportSpans to an endpoint answering %d = %q; want it to say %q and redirect", status, err, want)
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("ExportSpans to an endpoint answering %d = %q; it shows the Location's query", status, err)
+		}
+	}
+	if n := harvested.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests; want none", n)
+	}
+}
+
+// TestOTLPInsecureWithHTTPSEndpoint: INSECURE=true does not turn an
+// endpoint given as https into plain HTTP; the two together are an error
+// at start. It still applies to the default endpoint, and an http
+// endpoint is plain HTTP with or without it.
+func TestOTLPInsecureWithHTTPSEndpoint(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want []string // what the error says; nil: no error
+	}{
+		"endpoint": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318", "OTEL_EXPORTER_OTLP_INSECURE": "true"},
+			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"}},
+		"traces endpoint": {map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://collector:4318/v1/traces", "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"},
+			[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_INSECURE"}},
+		"traces insecure": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true"},
+			[]string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"}},
+		"traces insecure false wins": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318",
+			"OTEL_EXPORTER_OTLP_INSECURE": "true", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "false"}, nil},
+		"http traces endpoint wins": {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces", "OTEL_EXPORTER_OTLP_INSECURE": "true"}, nil},
+		"http endpoint":    {map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_INSECURE": "true"}, nil},
+		"default endpoint": {map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "true"}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			exp, err := tracing.NewOTLPExporter(context.Background(), envOf(tc.env))
+			if exp != nil {
+				defer exp.Shutdown(context.Background())
+			}
+			if tc.want == nil {
+				if err != nil {
+					t.Errorf("NewOTLPExporter(%v) = %v; want no error", tc.env, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("NewOTLPExporter(%v) = nil error; want one", tc.env)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("NewOTLPExporter(%v) = %q; want it to name %s", tc.env, err, w)
+				}
+			}
+		})
+	}
+
+	// The https endpoint of a plain HTTP server: the request goes nowhere
+	// in the clear.
+	c := &collector{}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	env := map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": strings.Replace(srv.URL, "http://", "https://", 1) + "/v1/traces",
+		"OTEL_EXPORTER_OTLP_INSECURE": "true", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20tok"}
+	if exp, err := tracing.NewOTLPExporter(context.Background(), envOf(env)); err == nil {
+		if err := exp.ExportSpans(context.Background(), tracetest.SpanStubs{{Name: "s"}}.Snapshots()); err != nil {
+			t.Logf("ExportSpans: %v", err)
+		}
+		exp.Shutdown(context.Background())
+	}
+	if n := len(c.requests()); n != 0 {
+		t.Errorf("a plain HTTP server got %d requests for an https endpoint; want none", n)
+	}
+}
+
+// TestOTLPLargeResponseBodies: a 2xx answer with a body over the limit
+// counts as an export done (a note goes to the error handler), and an
+// error answer's body is cut to about a KiB in the error.
+func TestOTLPLargeResponseBodies(t *testing.T) {
+	var handled []error
+	var mu sync.Mutex
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		handled = append(handled, err)
+		mu.Unlock()
+	}))
+	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+
+	// A valid ExportTraceServiceResponse of 2 MiB: an unknown field 2.
+	big := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), make([]byte, 2<<20))
+	ok := &collector{answer: func(n int, w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(big)
+	}}
+	srv := httptest.NewServer(ok)
+	defer srv.Close()
+	if err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}, "s"); err != nil {
+		t.Errorf("ExportSpans answered 200 with a 2 MiB body = %v; want nil", err)
+	}
+	mu.Lock()
+	if len(handled) != 1 || !strings.Contains(handled[0].Error(), "200 OK") {
+		t.Errorf("errors handled = %v; want one note of the body not read", handled)
+	}
+	mu.Unlock()
+
+	for _, status := range []int{http.StatusBadRequest, http.StatusServiceUnavailable} {
+		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "é"+strings.Repeat("x", 900<<10), status)
+		}))
+		restore := tracing.SetOTLPRetry(time.Millisecond, time.Millisecond, 5*time.Millisecond)
+		err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": bad.URL}, "s")
+		restore()
+		bad.Close()
+		if err == nil {
+			t.Errorf("ExportSpans answered %d = nil; want an error", status)
+			continue
+		}
+		if n := len(err.Error()); n > 2<<10 {
+			t.Errorf("ExportSpans answered %d with a 900 KiB body: error of %d bytes; want at most 2 KiB", status, n)
+		}
+		if !strings.Contains(err.Error(), "éxxx") || !utf8.ValidString(err.Error()) {
+			t.Errorf("ExportSpans answered %d: error %.200q…; want the body's start, valid UTF-8", status, err)
+		}
 	}
 }
