@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // auditIndexes are the lookup tables of the audit log and the column of
@@ -73,26 +74,50 @@ func checkAuditIndex(ctx context.Context, tx *sql.Tx) (string, error) {
 	if wm < 0 {
 		return fmt.Sprintf("audit_indexed: the watermark is %d (the table was edited)", wm), nil
 	}
-	for _, ix := range auditIndexes {
-		// Every row up to the watermark has its entry: a primary-key
-		// lookup in the table per row.
-		var seq int64
-		var key any
-		err := tx.QueryRowContext(ctx, `SELECT a.seq, a.`+ix.key+` FROM audit a WHERE a.seq <= ?
-			AND NOT EXISTS (SELECT 1 FROM `+ix.table+` x WHERE x.`+ix.key+` = a.`+ix.key+` AND x.seq = a.seq)
-			ORDER BY a.seq LIMIT 1`, wm).Scan(&seq, &key)
-		if err == nil {
-			return fmt.Sprintf("%s: row %d (%s %s) has no entry, so queries by %s miss it (the table was edited)", ix.table, seq, ix.key, keyString(key), ix.key), nil
+	// Every row up to the watermark has its entry in each table: one walk
+	// of the rows, a primary-key lookup in each table per row, which also
+	// counts them.
+	var n int64
+	missing := make([]sql.NullInt64, len(auditIndexes))
+	dest := []any{&n}
+	cols := make([]string, len(auditIndexes))
+	for i, ix := range auditIndexes {
+		cols[i] = `min(CASE WHEN NOT EXISTS (SELECT 1 FROM ` + ix.table + ` x WHERE x.` + ix.key + ` = a.` + ix.key + ` AND x.seq = a.seq) THEN a.seq END)`
+		dest = append(dest, &missing[i])
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), `+strings.Join(cols, `, `)+` FROM audit a WHERE a.seq <= ?`, wm).Scan(dest...); err != nil {
+		return "", err
+	}
+	for i, ix := range auditIndexes {
+		if !missing[i].Valid {
+			continue
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		seq := missing[i].Int64
+		var key any
+		if err := tx.QueryRowContext(ctx, `SELECT `+ix.key+` FROM audit WHERE seq = ?`, seq).Scan(&key); err != nil {
 			return "", err
 		}
-		// Every entry is such a row's: a lookup of its row by seq.
-		err = tx.QueryRowContext(ctx, `SELECT x.seq, x.`+ix.key+` FROM `+ix.table+` x
+		return fmt.Sprintf("%s: row %d (%s %s) has no entry, so queries by %s miss it (the table was edited)", ix.table, seq, ix.key, keyString(key), ix.key), nil
+	}
+	for _, ix := range auditIndexes {
+		// Each of those rows has its own entry (the table's key holds
+		// seq), so a table that holds no more entries than rows holds no
+		// other entry. Counting it reads only the table.
+		var entries int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+ix.table).Scan(&entries); err != nil {
+			return "", err
+		}
+		if entries == n {
+			continue
+		}
+		var seq int64
+		var key any
+		// Find the first other entry: a lookup of its row by seq per entry.
+		err := tx.QueryRowContext(ctx, `SELECT x.seq, x.`+ix.key+` FROM `+ix.table+` x
 			WHERE x.seq > ? OR NOT EXISTS (SELECT 1 FROM audit a WHERE a.seq = x.seq AND a.`+ix.key+` = x.`+ix.key+`)
 			ORDER BY x.seq LIMIT 1`, wm).Scan(&seq, &key)
 		if errors.Is(err, sql.ErrNoRows) {
-			continue
+			return fmt.Sprintf("%s holds %d entries for %d rows up to the watermark (the table was edited)", ix.table, entries, n), nil
 		}
 		if err != nil {
 			return "", err
