@@ -51,7 +51,8 @@ type auditWriter struct {
 	watermark, check       *sql.Stmt
 	index                  []*sql.Stmt
 	// indexed is the index's watermark as this writer last read or moved
-	// it: never above the file's (the watermark only grows), so a commit
+	// it: never above the file's (the watermark only grows; lowered by
+	// hand, it is indexed from again at a later pass), so a commit
 	// that finds its tail shorter than auditIndexBatch from it need not
 	// read the file's; one that does not reads it. Used under commitMu.
 	indexed int64
@@ -312,10 +313,10 @@ const selectHead = `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`
 // as 0: the next pass indexes every row again, and queries scan them all.
 const selectWatermark = `SELECT coalesce((SELECT seq FROM audit_indexed WHERE id = 1), 0)`
 
-// checkWatermark reports whether row ? holds rows it does not index: the
-// row exists and has no entry in audit_by_time. A pass moves the watermark
-// to a row it has just indexed, so the watermark names such a row only
-// when the table was edited.
+// checkWatermark reports whether the watermark's row (the argument)
+// exists without its audit_by_time entry. A pass moves the watermark to a
+// row it has just indexed, so the watermark names such a row only when
+// the tables were edited.
 const checkWatermark = `SELECT EXISTS (SELECT 1 FROM audit a WHERE a.seq = ?
 	AND NOT EXISTS (SELECT 1 FROM audit_by_time x WHERE x.time = a.time AND x.seq = a.seq))`
 
@@ -326,7 +327,7 @@ const auditIndexBatch = 1024
 
 // indexAudit brings the index tables up to date with the rows after the
 // watermark (the first argument of each) and moves the watermark to the
-// last row (the UPDATE's argument). A pass rewrites one index page per
+// last row (the last statement's argument). A pass rewrites one index page per
 // session among auditIndexBatch rows, where indexes on the table rewrote
 // one per session among each commit's rows. The rows are read in sequence
 // order, unsorted: sorting them by key in SQLite costs more than the seeks
