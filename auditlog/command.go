@@ -135,18 +135,23 @@ func Progress(w io.Writer) func(rows, seq int64) {
 // the Summary of a log that verifies; and to warn, that kept heads could
 // not be checked because they are older than the pruned prefix. It
 // returns a *VerifyError when the log does not verify, or when none of
-// the kept heads could be checked.
+// the kept heads could be checked. A chain that verifies while the store's
+// lookup tables do not match it (Report.Index) is a *VerifyError too,
+// after its JSON.
 func (r *Report) Write(w, warn io.Writer, asJSON bool) error {
 	v := r.Verification
 	if asJSON {
 		if err := json.NewEncoder(w).Encode(v); err != nil {
 			return err
 		}
-	} else if v.OK() {
+	} else if r.OK() {
 		fmt.Fprintln(w, r.Summary())
 	}
 	if !v.OK() {
 		return failf("audit log does not verify: row %d: %s", v.BadSeq, v.Problem)
+	}
+	if r.Index != "" {
+		return failf("audit log's lookup tables do not match it: %s", r.Index)
 	}
 	if v.Unchecked > 0 {
 		fmt.Fprintf(warn, "warning: %d kept heads are older than the pruned prefix (up to row %d) and could not be checked\n", v.Unchecked, r.Checkpoint.Seq)

@@ -70,7 +70,25 @@ type Report struct {
 	// Kept is how many heads kept outside the log were given (anchors and
 	// witnesses' heads); Verification.Anchors of them were checked.
 	Kept int
+	// Index says what is wrong with the store's lookup tables of the log
+	// (IndexChecker), "" when nothing is or the store keeps none. Checked
+	// only when the chain verifies.
+	Index string
 }
+
+// IndexChecker is a store that keeps the log's lookups (by session,
+// agent, tool and time) in tables of its own, which an edit can make miss
+// rows the chain still holds: the SQLite store. PostgreSQL's indexes are
+// the database's and are not checked.
+type IndexChecker interface {
+	// CheckAuditIndex returns what is wrong with the lookup tables ("":
+	// they hold exactly the log's rows), or the store's error.
+	CheckAuditIndex(ctx context.Context) (string, error)
+}
+
+// OK reports whether the log verifies: its chain, and the store's lookup
+// tables of it.
+func (r *Report) OK() bool { return r.Verification.OK() && r.Index == "" }
 
 // Head returns the sequence number of the chain's head: the last row, or
 // the checkpoint when no row follows it.
@@ -98,7 +116,8 @@ func failf(format string, args ...any) error {
 // the heads every witness kept. A log whose rows do not verify is a
 // Report whose Verification is not OK, with a nil error; a checkpoint or
 // witness that cannot be trusted is a *VerifyError; anything else is the
-// store's or a witness's error.
+// store's or a witness's error. When the chain verifies and the store is
+// an IndexChecker, Verify checks its lookup tables too (Report.Index).
 func Verify(ctx context.Context, log portcullis.AuditLog, opts VerifyOptions) (Report, error) {
 	var rep Report
 	cp, ok, err := log.AuditCheckpoint(ctx)
@@ -131,6 +150,12 @@ func Verify(ctx context.Context, log portcullis.AuditLog, opts VerifyOptions) (R
 		scanned = &progressLog{AuditLog: log, fn: opts.Progress, every: every}
 	}
 	rep.Verification, err = portcullis.VerifyAuditAnchors(ctx, scanned, rep.Checkpoint, anchors)
+	if err != nil || !rep.Verification.OK() {
+		return rep, err
+	}
+	if ic, ok := log.(IndexChecker); ok {
+		rep.Index, err = ic.CheckAuditIndex(ctx)
+	}
 	return rep, err
 }
 

@@ -48,10 +48,11 @@ type auditWriter struct {
 	// the head of the chain, inserts of one row and of auditChunk rows,
 	// and the index pass (indexAudit).
 	head, insert1, insertN *sql.Stmt
-	watermark              *sql.Stmt
+	watermark, check       *sql.Stmt
 	index                  []*sql.Stmt
 	// indexed is the index's watermark as this writer last read or moved
-	// it: never above the file's (the watermark only grows), so a commit
+	// it: never above the file's (the watermark only grows; lowered by
+	// hand, it is indexed from again at a later pass), so a commit
 	// that finds its tail shorter than auditIndexBatch from it need not
 	// read the file's; one that does not reads it. Used under commitMu.
 	indexed int64
@@ -87,6 +88,7 @@ func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
 		{&w.insert1, insertAudit(1)},
 		{&w.insertN, insertAudit(auditChunk)},
 		{&w.watermark, selectWatermark},
+		{&w.check, checkWatermark},
 	} {
 		stmt, err := s.wdb.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -162,7 +164,7 @@ func (w *auditWriter) close() {
 }
 
 func (w *auditWriter) closeStmts() {
-	for _, stmt := range append([]*sql.Stmt{w.head, w.insert1, w.insertN, w.watermark}, w.index...) {
+	for _, stmt := range append([]*sql.Stmt{w.head, w.insert1, w.insertN, w.watermark, w.check}, w.index...) {
 		if stmt == nil {
 			continue
 		}
@@ -307,8 +309,16 @@ const auditChunk = 16
 const selectHead = `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`
 
 // selectWatermark reads the index's watermark: the index tables hold
-// exactly the rows up to it.
-const selectWatermark = `SELECT seq FROM audit_indexed WHERE id = 1`
+// exactly the rows up to it. A missing row (the table was edited) reads
+// as 0: the next pass indexes every row again, and queries scan them all.
+const selectWatermark = `SELECT coalesce((SELECT seq FROM audit_indexed WHERE id = 1), 0)`
+
+// checkWatermark reports whether the watermark's row (the argument)
+// exists without its audit_by_time entry. A pass moves the watermark to a
+// row it has just indexed, so the watermark names such a row only when
+// the tables were edited.
+const checkWatermark = `SELECT EXISTS (SELECT 1 FROM audit a WHERE a.seq = ?
+	AND NOT EXISTS (SELECT 1 FROM audit_by_time x WHERE x.time = a.time AND x.seq = a.seq))`
 
 // auditIndexBatch is how many rows may wait after the index's watermark:
 // the commit that makes the unindexed tail this long indexes it. A query
@@ -317,17 +327,21 @@ const auditIndexBatch = 1024
 
 // indexAudit brings the index tables up to date with the rows after the
 // watermark (the first argument of each) and moves the watermark to the
-// last row (the UPDATE's argument). A pass rewrites one index page per
+// last row (the last statement's argument). A pass rewrites one index page per
 // session among auditIndexBatch rows, where indexes on the table rewrote
 // one per session among each commit's rows. The rows are read in sequence
 // order, unsorted: sorting them by key in SQLite costs more than the seeks
 // it would save (about 1 µs a row).
+//
+// A pass is idempotent: an entry already there is left (OR IGNORE), and a
+// missing watermark row is written anew, so a watermark lowered or deleted
+// by hand costs a longer pass, not every later append.
 var indexAudit = []string{
-	`INSERT INTO audit_by_session (session, seq) SELECT session, seq FROM audit WHERE seq > ?`,
-	`INSERT INTO audit_by_agent (agent, seq) SELECT agent, seq FROM audit WHERE seq > ?`,
-	`INSERT INTO audit_by_tool (tool, seq) SELECT tool, seq FROM audit WHERE seq > ?`,
-	`INSERT INTO audit_by_time (time, seq) SELECT time, seq FROM audit WHERE seq > ?`,
-	`UPDATE audit_indexed SET seq = ? WHERE id = 1`,
+	`INSERT OR IGNORE INTO audit_by_session (session, seq) SELECT session, seq FROM audit WHERE seq > ?`,
+	`INSERT OR IGNORE INTO audit_by_agent (agent, seq) SELECT agent, seq FROM audit WHERE seq > ?`,
+	`INSERT OR IGNORE INTO audit_by_tool (tool, seq) SELECT tool, seq FROM audit WHERE seq > ?`,
+	`INSERT OR IGNORE INTO audit_by_time (time, seq) SELECT time, seq FROM audit WHERE seq > ?`,
+	`INSERT INTO audit_indexed (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq`,
 }
 
 // appendRows inserts the requests' rows, and indexes the tail when it has
@@ -380,6 +394,20 @@ func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditR
 	// Another process may have indexed since: the file's watermark counts.
 	if err := tx.StmtContext(ctx, w.watermark).QueryRowContext(ctx).Scan(&indexed); err != nil {
 		return nil, 0, fmt.Errorf("read the audit index's watermark: %w", err)
+	}
+	// A watermark this writer did not index up to must name an indexed
+	// row: one raised by hand would leave the rows below it unindexed,
+	// found by no filtered query. Refuse to append until it is repaired.
+	first := seq - int64(total) + 1
+	if indexed >= first {
+		return nil, 0, fmt.Errorf("the audit index's watermark is row %d, beyond the log's last row %d: audit_indexed was edited, and rows %d to %d would be found by no filtered query (run portcullis audit verify; docs/STORAGE.md says how to repair it)", indexed, first-1, first, min(indexed, seq))
+	}
+	var unindexed bool
+	if err := tx.StmtContext(ctx, w.check).QueryRowContext(ctx, indexed).Scan(&unindexed); err != nil {
+		return nil, 0, fmt.Errorf("check the audit index's watermark: %w", err)
+	}
+	if unindexed {
+		return nil, 0, fmt.Errorf("the audit index's watermark is row %d, which has no index entry: audit_indexed or audit_by_time was edited, and rows up to it may be found by no filtered query (run portcullis audit verify; docs/STORAGE.md says how to repair it)", indexed)
 	}
 	if seq-indexed < auditIndexBatch {
 		return out, indexed, nil
@@ -563,7 +591,7 @@ func auditQuery(q portcullis.AuditQuery) (string, []any) {
 		out := append(append(args, seqArgs...), limit)
 		return `SELECT ` + cols + ` FROM audit a` + conds("a") + strings.ReplaceAll(order, "seq", "a.seq") + ` LIMIT ?`, out
 	}
-	const watermark = `(SELECT seq FROM audit_indexed WHERE id = 1)`
+	const watermark = `(` + selectWatermark + `)`
 	indexed := `SELECT ` + cols + ` FROM ` + index + ` x JOIN audit a ON a.seq = x.seq` +
 		conds("x", key, `x.seq <= `+watermark) + strings.ReplaceAll(order, "seq", "x.seq") + ` LIMIT ?`
 	tail := `SELECT ` + cols + ` FROM audit a` + conds("a", `a.seq > `+watermark) + strings.ReplaceAll(order, "seq", "a.seq") + ` LIMIT ?`

@@ -165,3 +165,34 @@ func TestAuditVerifyExpectedHead(t *testing.T) {
 		t.Fatalf("audit verify --expect four = exit %d, %q; want 2", code, stderr)
 	}
 }
+
+// TestAuditVerifyChecksLookupTables raises the SQLite store's index
+// watermark by plain SQL over rows the lookup tables do not hold: a query
+// by tool no longer finds the denied call, and verify says why, exit 1,
+// after printing the chain's result with --json.
+func TestAuditVerifyChecksLookupTables(t *testing.T) {
+	dir := decideWithState(t)
+	db := openStateDB(t, dir)
+	var tool, id string
+	if err := db.QueryRow(`SELECT tool, decision_id FROM audit WHERE seq = 2`).Scan(&tool, &id); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCLI(t, "", "audit", "query", "--tool", tool, "--json", "--state", dir); code != 0 || !strings.Contains(stdout, id) {
+		t.Fatalf("audit query --tool %s = exit %d, %q; want decision %s", tool, code, stdout, id)
+	}
+	if _, err := db.Exec(`UPDATE audit_indexed SET seq = 2`); err != nil {
+		t.Fatalf("tamper: %v", err)
+	}
+	if code, stdout, _ := runCLI(t, "", "audit", "query", "--tool", tool, "--json", "--state", dir); code != 0 || strings.Contains(stdout, id) {
+		t.Fatalf("audit query --tool %s after the edit = exit %d, %q; want decision %s hidden", tool, code, stdout, id)
+	}
+	code, _, stderr := runCLI(t, "", "audit", "verify", "--state", dir)
+	if code != 1 || !strings.Contains(stderr, "lookup tables") || !strings.Contains(stderr, "row 1") || !strings.Contains(stderr, "has no entry") {
+		t.Fatalf("audit verify after raising the watermark = exit %d, %q; want 1 naming the table and row 1", code, stderr)
+	}
+	code, stdout, _ := runCLI(t, "", "audit", "verify", "--json", "--state", dir)
+	var v portcullis.AuditVerification
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != 1 || !v.OK() {
+		t.Fatalf("audit verify --json = exit %d, %q (%v); want the chain's result and exit 1", code, stdout, err)
+	}
+}

@@ -130,7 +130,8 @@ func newAuditVerifyCmd(env *cmdutil.Env) *cobra.Command {
 		Use:   "verify [--expect SEQ:HASH]... [--witness URL|FILE]... [--json]",
 		Short: "Check the audit log's hash chain, columns, and heads kept outside the host",
 		Long: `Check the audit log's hash chain, its columns, the signed checkpoint of
-pruned rows, and heads kept outside the host (--expect, --witness).
+pruned rows, and heads kept outside the host (--expect, --witness); on SQLite,
+also the tables its filtered queries look rows up in.
 
 Exit status: 0 the log is whole, 1 it is not, 2 bad input.`,
 		Example: `  portcullis audit verify --witness https://witness.example/heads/gw1`,
