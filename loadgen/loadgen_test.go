@@ -2,8 +2,11 @@ package loadgen_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"net"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/portcullis/portcullis/loadgen"
 	"github.com/portcullis/portcullis/memstore"
 	"github.com/portcullis/portcullis/policy"
+	"github.com/portcullis/portcullis/sqlite"
 )
 
 const testPolicy = `version: 1
@@ -170,5 +174,43 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := loadgen.Run(context.Background(), cfg); err == nil {
 			t.Errorf("%s: Run succeeded; want an error", name)
 		}
+	}
+}
+
+// TestCheckAuditChecksLookupTables: on SQLite, a run's audit check also
+// checks the log's lookup tables, as `portcullis audit verify` does; an
+// edited watermark, which hides rows from filtered queries, fails it.
+func TestCheckAuditChecksLookupTables(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for i := range 3 {
+		ev := portcullis.AuditEvent{Time: time.Now(), Kind: portcullis.AuditDecision, Session: "s1", Agent: "bot", Tool: "read_note", Outcome: portcullis.OutcomeAllow, DecisionID: fmt.Sprintf("dec_%d", i)}
+		if _, err := st.AppendAudit(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := &loadgen.Report{}
+	if c, err := rep.CheckAudit(ctx, st); err != nil || !c.Verified {
+		t.Fatalf("CheckAudit of an untouched log = %+v, %v; want it verified", c, err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE audit_indexed SET seq = 100 WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	c, err := rep.CheckAudit(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Verified || c.Complete() || !strings.Contains(c.Problem, "lookup tables") {
+		t.Fatalf("CheckAudit after the watermark was raised = %+v; want it not verified, naming the lookup tables", c)
 	}
 }

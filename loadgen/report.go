@@ -164,7 +164,8 @@ type AuditCheck struct {
 	// than forwarded calls.
 	MCPAllowed    int      `json:"mcpAllowed"`
 	ShortSessions []string `json:"shortSessions,omitempty"`
-	// Rows is the log's length, Verified whether its hash chain holds.
+	// Rows is the log's length, Verified whether its hash chain holds
+	// (and, on SQLite, whether its lookup tables match it).
 	Rows     int64  `json:"rows"`
 	Verified bool   `json:"verified"`
 	Problem  string `json:"problem,omitempty"`
@@ -259,6 +260,20 @@ func (r *Report) CheckAudit(ctx context.Context, log portcullis.AuditLog) (*Audi
 		return nil, fmt.Errorf("verify the audit log: %w", err)
 	}
 	c.Rows, c.Verified, c.Problem = v.Rows, v.OK(), v.Problem
+	// A store whose lookups are tables of its own (SQLite) checks them
+	// against the log, as `portcullis audit verify` does: a row the
+	// tables miss is hidden from every filtered query.
+	if ic, ok := log.(interface {
+		CheckAuditIndex(context.Context) (string, error)
+	}); ok && c.Verified {
+		problem, err := ic.CheckAuditIndex(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("check the audit log's lookup tables: %w", err)
+		}
+		if problem != "" {
+			c.Verified, c.Problem = false, "the audit log's lookup tables do not match it: "+problem
+		}
+	}
 	r.Audit = c
 	return c, nil
 }
