@@ -429,3 +429,64 @@ func TestToolNamedLikeTheToolSetPinIsNotServed(t *testing.T) {
 		t.Fatalf("tool-set pin = %+v, %v, %v", p, ok, err)
 	}
 }
+
+// orderStore records whether the gateway read a tool's pin before it
+// subscribed to the store's changes.
+type orderStore struct {
+	*memstore.Store
+	mu              sync.Mutex
+	watched         bool
+	readBeforeWatch bool
+}
+
+func (s *orderStore) Watch(ctx context.Context) (<-chan portcullis.Change, error) {
+	s.mu.Lock()
+	s.watched = true
+	s.mu.Unlock()
+	return s.Store.Watch(ctx)
+}
+
+func (s *orderStore) read() {
+	s.mu.Lock()
+	s.readBeforeWatch = s.readBeforeWatch || !s.watched
+	s.mu.Unlock()
+}
+
+func (s *orderStore) ToolPin(ctx context.Context, upstream, tool string) (portcullis.ToolPin, bool, error) {
+	s.read()
+	return s.Store.ToolPin(ctx, upstream, tool)
+}
+
+func (s *orderStore) ToolPins(ctx context.Context) ([]portcullis.ToolPin, error) {
+	s.read()
+	return s.Store.ToolPins(ctx)
+}
+
+// The gateway follows pin changes from before its upstreams read their
+// pins: a definition a person accepts between the read and the
+// subscription (a gateway starting while someone accepts a tool) reaches
+// clients, rather than waiting for the next change.
+func TestPinChangesAreFollowedFromBeforeThePinsAreRead(t *testing.T) {
+	up := newToolServer("notes")
+	up.add(&mcp.Tool{Name: "read_note", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, "note")
+	st := &orderStore{Store: memstore.New(portcullis.SystemClock{})}
+	pol, _, err := policy.Parse("policy.yaml", []byte("version: 1\nunknownTools: confirm\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(pol, gate.WithStore(st.Store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := mcpgw.New(context.Background(), mcpgw.Config{Gate: g, Store: st, Upstreams: []mcpgw.Upstream{up.upstream("notes")}, Agent: "bot",
+		Wait: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.watched || st.readBeforeWatch {
+		t.Fatalf("subscribed to changes by New's return: %v; read a pin before subscribing: %v; want subscribed first", st.watched, st.readBeforeWatch)
+	}
+}

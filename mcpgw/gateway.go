@@ -256,6 +256,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		g.byName[u.Name] = up
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	// Pin changes are followed from before the gateway reads any pin: a
+	// definition a person accepts between a read and the subscription
+	// would otherwise not reach clients until the next change.
+	pins, pinsErr := g.cfg.Store.Watch(g.ctx)
 	if err := g.knownTools(ctx); err != nil {
 		g.cancel()
 		return nil, err
@@ -280,7 +284,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	for _, up := range g.ups {
 		g.wg.Go(func() { up.supervise(g.ctx) })
 	}
-	g.wg.Go(g.watchPins)
+	g.wg.Go(func() { g.watchPins(pins, pinsErr) })
 	g.server = g.newServer()
 	return g, nil
 }

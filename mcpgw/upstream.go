@@ -697,10 +697,12 @@ func sameShown(a, b *mcp.Tool) bool {
 
 // watchPins follows pin changes made elsewhere (a person accepting a
 // definition through the CLI or the console, another replica) and updates
-// the tools they concern.
-func (g *Gateway) watchPins() {
+// the tools they concern, from feed, the subscription New made before it
+// read any pin (or err, why it failed). Whenever it has to
+// subscribe again, it reloads every tool's pin: a change made while it was
+// not subscribed is not lost.
+func (g *Gateway) watchPins(feed <-chan portcullis.Change, err error) {
 	for {
-		feed, err := g.cfg.Store.Watch(g.ctx)
 		if err != nil {
 			if g.ctx.Err() != nil {
 				return
@@ -710,16 +712,19 @@ func (g *Gateway) watchPins() {
 			case <-g.ctx.Done():
 				return
 			case <-time.After(2 * time.Second):
-				continue
+			}
+		} else {
+			for c := range feed {
+				if c.Kind == portcullis.ChangePin || c.Kind == portcullis.ChangeResync {
+					g.reloadPins(c)
+				}
+			}
+			if g.ctx.Err() != nil {
+				return
 			}
 		}
-		for c := range feed {
-			if c.Kind == portcullis.ChangePin || c.Kind == portcullis.ChangeResync {
-				g.reloadPins(c)
-			}
-		}
-		if g.ctx.Err() != nil {
-			return
+		if feed, err = g.cfg.Store.Watch(g.ctx); err == nil {
+			g.reloadPins(portcullis.Change{Kind: portcullis.ChangeResync})
 		}
 	}
 }
