@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -44,21 +46,19 @@ type auditResult struct {
 // as there were then, as PostgreSQL's commit_delay does.
 type auditWriter struct {
 	s *Store
-	// The statements of a batch, prepared once on the write connection:
-	// the head of the chain, inserts of one row and of auditChunk rows,
-	// and the index pass (indexAudit).
-	head, insert1, insertN *sql.Stmt
-	watermark, check       *sql.Stmt
-	index                  []*sql.Stmt
 	// indexed is the index's watermark as this writer last read or moved
 	// it: never above the file's (the watermark only grows; lowered by
 	// hand, it is indexed from again at a later pass), so a commit
 	// that finds its tail shorter than auditIndexBatch from it need not
 	// read the file's; one that does not reads it. Used under commitMu.
 	indexed int64
-	// args holds a batch's statement arguments; only the writer's
-	// goroutine uses it.
-	args []any
+	// args holds the arguments of one INSERT, their ordinals set once;
+	// rows, a batch's rows in order; dest, a row read. Used under
+	// commitMu, cleared after each batch.
+	args [auditChunk * auditCols]driver.NamedValue
+	arg1 [1]driver.NamedValue
+	rows []*auditRow
+	dest [2]driver.Value
 
 	// commitMu is held by whoever commits: the writer's goroutine, or a
 	// lone caller committing its own rows (commitAlone).
@@ -80,30 +80,22 @@ const maxCommitDelay = time.Millisecond
 
 func newAuditWriter(ctx context.Context, s *Store) (*auditWriter, error) {
 	w := &auditWriter{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), alone: true}
-	for _, p := range []struct {
-		stmt **sql.Stmt
-		sql  string
-	}{
-		{&w.head, selectHead},
-		{&w.insert1, insertAudit(1)},
-		{&w.insertN, insertAudit(auditChunk)},
-		{&w.watermark, selectWatermark},
-		{&w.check, checkWatermark},
-	} {
-		stmt, err := s.wdb.PrepareContext(ctx, p.sql)
-		if err != nil {
-			w.closeStmts()
-			return nil, err
-		}
-		*p.stmt = stmt
+	for i := range w.args {
+		w.args[i].Ordinal = i + 1
 	}
-	for _, q := range indexAudit {
-		stmt, err := s.wdb.PrepareContext(ctx, q)
-		if err != nil {
-			w.closeStmts()
-			return nil, err
-		}
-		w.index = append(w.index, stmt)
+	w.arg1[0].Ordinal = 1
+	// Prepare the statements now, so that a file whose log cannot be
+	// written fails Open.
+	conn, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = conn.Raw(func(dc any) error {
+		_, err := auditStatements(ctx, dc)
+		return err
+	})
+	if err := errors.Join(err, conn.Close()); err != nil {
+		return nil, err
 	}
 	go w.run()
 	return w, nil
@@ -158,20 +150,10 @@ func (w *auditWriter) close() {
 	w.mu.Unlock()
 	w.signal()
 	<-w.done
+	// The statements are the write connection's: closing the store's
+	// pool finalizes them.
 	w.commitMu.Lock()
 	defer w.commitMu.Unlock()
-	w.closeStmts()
-}
-
-func (w *auditWriter) closeStmts() {
-	for _, stmt := range append([]*sql.Stmt{w.head, w.insert1, w.insertN, w.watermark, w.check}, w.index...) {
-		if stmt == nil {
-			continue
-		}
-		if err := stmt.Close(); err != nil {
-			w.s.log.Warn("close an audit statement", "err", err)
-		}
-	}
 }
 
 func (w *auditWriter) run() {
@@ -261,27 +243,194 @@ func (w *auditWriter) commit(batch []*auditReq) {
 
 // write appends the requests' rows in one transaction, chained to the head
 // of the log as it is in the file (another process may have appended).
+//
+// The transaction runs on the driver's connection, through statements
+// prepared on it once (auditStmts), with arguments the writer keeps: through
+// database/sql, a transaction prepared its BEGIN and COMMIT anew, took each
+// statement into the transaction and converted every argument
+// (docs/BENCHMARKS.md, "Storage: SQLite"). The connection is held for this
+// transaction only: the store's other writes share it.
+//
+// A transaction that fails is rolled back. When the rollback fails too,
+// the connection's state is unknown: database/sql is told to discard it
+// (driver.ErrBadConn), and the next commit runs on a new one.
 func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error) {
 	// The batch is not the caller's alone: one caller's canceled context
 	// must not fail the others'. busy_timeout bounds the wait for the lock.
+	// A context that cannot end also keeps the driver from starting a
+	// goroutine to watch it.
 	ctx := context.Background()
-	tx, err := w.s.wdb.BeginTx(ctx, nil)
+	conn, err := w.s.wdb.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	out, indexed, err := w.appendRows(ctx, tx, reqs)
-	if err != nil {
-		if rerr := tx.Rollback(); rerr != nil {
-			w.s.log.Warn("audit rollback failed", "err", rerr)
+	var out [][]portcullis.AuditRecord
+	var indexed int64
+	var txErr error
+	err = conn.Raw(func(dc any) error {
+		st, err := auditStatements(ctx, dc)
+		if err != nil {
+			txErr = fmt.Errorf("prepare: %w", err)
+			return nil
 		}
-		return nil, err
+		var keep bool
+		out, indexed, keep, txErr = w.transact(st, reqs)
+		if !keep {
+			return driver.ErrBadConn
+		}
+		return nil
+	})
+	// After driver.ErrBadConn, Raw has closed conn, and Close reports it.
+	cerr := conn.Close()
+	if txErr != nil {
+		return nil, txErr
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+	if err := errors.Join(err, cerr); err != nil {
+		return nil, err
 	}
 	w.indexed = indexed
 	w.s.wrote()
 	return out, nil
+}
+
+// transact runs the batch's transaction with st. keep is false when a
+// failure left the connection in a state not known: it must not be used
+// again.
+func (w *auditWriter) transact(st *auditStmts, reqs []*auditReq) (out [][]portcullis.AuditRecord, indexed int64, keep bool, err error) {
+	if err := execStmt(st.begin, nil); err != nil {
+		// A BEGIN IMMEDIATE that fails (busy_timeout ran out) opens no
+		// transaction: SQLite takes the write lock before it leaves
+		// autocommit mode.
+		return nil, 0, true, fmt.Errorf("begin: %w", err)
+	}
+	out, indexed, err = w.appendRows(st, reqs)
+	if err == nil {
+		if err = execStmt(st.commit, nil); err == nil {
+			return out, indexed, true, nil
+		}
+		err = fmt.Errorf("commit: %w", err)
+	}
+	// A failure SQLite answered by rolling the transaction back itself (a
+	// full disk, an I/O error, a trigger's RAISE(ROLLBACK)) leaves this
+	// ROLLBACK no transaction, and it fails: the connection is discarded
+	// then, as it is when it fails for any other reason.
+	if rerr := execStmt(st.rollback, nil); rerr != nil {
+		w.s.log.Warn("audit rollback failed; the write connection is discarded", "err", rerr)
+		return nil, 0, false, err
+	}
+	return nil, 0, true, err
+}
+
+// auditStmt is a statement of the driver's, run with the driver's
+// arguments.
+type auditStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
+// auditStmts are the writer's statements, prepared once on a write
+// connection (writeConn.audit) and finalized when it closes: the
+// transaction's BEGIN IMMEDIATE, COMMIT and ROLLBACK, the head of the
+// chain (and the checkpoint's, once every row was pruned), inserts of one
+// row and of auditChunk rows, the watermark's read and check, and the index
+// pass (indexAudit).
+type auditStmts struct {
+	begin, commit, rollback auditStmt
+	head, checkpoint        auditStmt
+	insert1, insertN        auditStmt
+	watermark, check        auditStmt
+	index                   []auditStmt
+}
+
+// auditStatements returns the statements prepared on dc, the driver's
+// write connection, preparing them on its first use.
+func auditStatements(ctx context.Context, dc any) (*auditStmts, error) {
+	wc, ok := dc.(*writeConn)
+	if !ok {
+		return nil, fmt.Errorf("the write connection is a %T, not the store's", dc)
+	}
+	if wc.audit != nil {
+		return wc.audit, nil
+	}
+	st := &auditStmts{}
+	prepare := func(query string) (auditStmt, error) {
+		ds, err := wc.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		stmt, ok := ds.(auditStmt)
+		if !ok {
+			return nil, errors.Join(fmt.Errorf("the driver's statement %T cannot run with a context", ds), ds.Close())
+		}
+		return stmt, nil
+	}
+	for _, p := range []struct {
+		stmt  *auditStmt
+		query string
+	}{
+		{&st.begin, `BEGIN IMMEDIATE`},
+		{&st.commit, `COMMIT`},
+		{&st.rollback, `ROLLBACK`},
+		{&st.head, selectHead},
+		{&st.checkpoint, selectCheckpoint},
+		{&st.insert1, insertAudit(1)},
+		{&st.insertN, insertAudit(auditChunk)},
+		{&st.watermark, selectWatermark},
+		{&st.check, checkWatermark},
+	} {
+		stmt, err := prepare(p.query)
+		if err != nil {
+			return nil, errors.Join(err, st.close())
+		}
+		*p.stmt = stmt
+	}
+	for _, q := range indexAudit {
+		stmt, err := prepare(q)
+		if err != nil {
+			return nil, errors.Join(err, st.close())
+		}
+		st.index = append(st.index, stmt)
+	}
+	wc.audit = st
+	return st, nil
+}
+
+// close finalizes the statements.
+func (st *auditStmts) close() error {
+	var errs []error
+	for _, stmt := range append([]auditStmt{st.begin, st.commit, st.rollback, st.head, st.checkpoint, st.insert1, st.insertN, st.watermark, st.check}, st.index...) {
+		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// execStmt runs a statement that returns no rows. The background context
+// keeps the driver from starting a goroutine to watch it.
+func execStmt(stmt auditStmt, args []driver.NamedValue) error {
+	_, err := stmt.ExecContext(context.Background(), args)
+	return err
+}
+
+// queryRow runs a query and reads its first row into dest; found reports
+// whether there was one. Closing the rows resets the statement.
+func queryRow(stmt auditStmt, args []driver.NamedValue, dest []driver.Value) (found bool, err error) {
+	rows, err := stmt.QueryContext(context.Background(), args)
+	if err != nil {
+		return false, err
+	}
+	switch err = rows.Next(dest); {
+	case err == nil:
+		found = true
+	case errors.Is(err, io.EOF):
+		err = nil
+	}
+	if cerr := rows.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return found && err == nil, err
 }
 
 // insertAudit returns an INSERT of n audit rows.
@@ -291,15 +440,8 @@ func insertAudit(n int) string {
 		strings.Repeat(row+", ", n-1) + row
 }
 
-// clear0 empties args, dropping its references to the rows written, and
-// keeps it for the next batch unless a huge batch grew it.
-func clear0(args []any) []any {
-	clear(args)
-	if cap(args) > 64*auditChunk*11 {
-		return nil
-	}
-	return args[:0]
-}
+// auditCols is how many columns an audit row has, arguments to its INSERT.
+const auditCols = 11
 
 // auditChunk is how many rows one prepared INSERT writes: fewer calls into
 // SQLite per row, and a statement small enough to keep in memory.
@@ -307,6 +449,9 @@ const auditChunk = 16
 
 // selectHead reads the last row of the chain.
 const selectHead = `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`
+
+// selectCheckpoint reads the checkpoint of the pruned rows.
+const selectCheckpoint = `SELECT seq, hash FROM audit_checkpoint WHERE id = 1`
 
 // selectWatermark reads the index's watermark: the index tables hold
 // exactly the rows up to it. A missing row (the table was edited) reads
@@ -347,8 +492,8 @@ var indexAudit = []string{
 // appendRows inserts the requests' rows, and indexes the tail when it has
 // grown to auditIndexBatch rows. It returns the records and the watermark
 // as it will be if the transaction commits.
-func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditReq) ([][]portcullis.AuditRecord, int64, error) {
-	seq, prev, err := auditHead(ctx, tx, tx.StmtContext(ctx, w.head))
+func (w *auditWriter) appendRows(st *auditStmts, reqs []*auditReq) ([][]portcullis.AuditRecord, int64, error) {
+	seq, prev, err := w.head(st)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -356,32 +501,51 @@ func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditR
 	for _, req := range reqs {
 		total += len(req.rows)
 	}
-	const cols = 11
-	// The arguments' slice is the writer's own, kept between batches.
-	args := w.args[:0]
-	defer func() { w.args = clear0(args) }()
+	// The writer's own slices, kept between batches, emptied of the rows
+	// written.
+	rows := w.rows[:0]
+	defer func() {
+		clear(rows)
+		for i := range w.args {
+			w.args[i].Value = nil
+		}
+		if cap(rows) <= 64*auditChunk {
+			w.rows = rows[:0]
+		} else {
+			w.rows = nil
+		}
+	}()
 	recs := make([]portcullis.AuditRecord, total)
 	out := make([][]portcullis.AuditRecord, len(reqs))
 	k := 0
 	for i, req := range reqs {
 		out[i] = recs[k : k+len(req.rows) : k+len(req.rows)]
-		for _, r := range req.rows {
+		for j := range req.rows {
+			r := &req.rows[j]
 			seq++
 			h := portcullis.ChainHash(prev, seq, r.body)
 			recs[k] = portcullis.AuditRecord{Seq: seq, Body: r.body, PrevHash: prev, Hash: h}
+			rows = append(rows, r)
 			k++
-			args = append(args, seq, r.time, r.kind, r.decisionID, r.session, r.agent, r.tool, r.outcome, r.body, prev, h)
 			prev = h
 		}
 	}
-	// Whole chunks while they last, then row by row.
-	insert1, insertN := tx.StmtContext(ctx, w.insert1), tx.StmtContext(ctx, w.insertN)
+	// Whole chunks while they last, then row by row. The arguments'
+	// ordinals were set once: a statement of n rows takes the first
+	// n*auditCols of them.
 	for off := 0; off < total; {
-		n, stmt := 1, insert1
+		n, stmt := 1, st.insert1
 		if total-off >= auditChunk {
-			n, stmt = auditChunk, insertN
+			n, stmt = auditChunk, st.insertN
 		}
-		if _, err := stmt.ExecContext(ctx, args[off*cols:(off+n)*cols]...); err != nil {
+		args := w.args[:n*auditCols]
+		for i := range n {
+			r, rec, a := rows[off+i], &recs[off+i], args[i*auditCols:(i+1)*auditCols]
+			a[0].Value, a[1].Value, a[2].Value, a[3].Value = rec.Seq, r.time, r.kind, r.decisionID
+			a[4].Value, a[5].Value, a[6].Value, a[7].Value = r.session, r.agent, r.tool, r.outcome
+			a[8].Value, a[9].Value, a[10].Value = r.body, rec.PrevHash, rec.Hash
+		}
+		if err := execStmt(stmt, args); err != nil {
 			first := seq - int64(total-off) + 1
 			return nil, 0, fmt.Errorf("insert rows %d to %d: %w", first, first+int64(n)-1, err)
 		}
@@ -392,7 +556,7 @@ func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditR
 		return out, indexed, nil
 	}
 	// Another process may have indexed since: the file's watermark counts.
-	if err := tx.StmtContext(ctx, w.watermark).QueryRowContext(ctx).Scan(&indexed); err != nil {
+	if err := w.queryInt(st.watermark, nil, &indexed); err != nil {
 		return nil, 0, fmt.Errorf("read the audit index's watermark: %w", err)
 	}
 	// A watermark this writer did not index up to must name an indexed
@@ -402,49 +566,80 @@ func (w *auditWriter) appendRows(ctx context.Context, tx *sql.Tx, reqs []*auditR
 	if indexed >= first {
 		return nil, 0, fmt.Errorf("the audit index's watermark is row %d, beyond the log's last row %d: audit_indexed was edited, and rows %d to %d would be found by no filtered query (run portcullis audit verify; docs/STORAGE.md says how to repair it)", indexed, first-1, first, min(indexed, seq))
 	}
-	var unindexed bool
-	if err := tx.StmtContext(ctx, w.check).QueryRowContext(ctx, indexed).Scan(&unindexed); err != nil {
+	var unindexed int64
+	w.arg1[0].Value = indexed
+	if err := w.queryInt(st.check, w.arg1[:], &unindexed); err != nil {
 		return nil, 0, fmt.Errorf("check the audit index's watermark: %w", err)
 	}
-	if unindexed {
+	if unindexed != 0 {
 		return nil, 0, fmt.Errorf("the audit index's watermark is row %d, which has no index entry: audit_indexed or audit_by_time was edited, and rows up to it may be found by no filtered query (run portcullis audit verify; docs/STORAGE.md says how to repair it)", indexed)
 	}
 	if seq-indexed < auditIndexBatch {
 		return out, indexed, nil
 	}
-	for i, stmt := range w.index {
-		arg := indexed
-		if i == len(w.index)-1 {
-			arg = seq
+	for i, stmt := range st.index {
+		w.arg1[0].Value = indexed
+		if i == len(st.index)-1 {
+			w.arg1[0].Value = seq
 		}
-		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, arg); err != nil {
+		if err := execStmt(stmt, w.arg1[:]); err != nil {
 			return nil, 0, fmt.Errorf("index rows %d to %d: %w", indexed+1, seq, err)
 		}
 	}
 	return out, seq, nil
 }
 
-// auditHead returns the sequence number and hash of the last row, of the
-// checkpoint when every row was pruned, or of the genesis. head is
-// selectHead, prepared.
-func auditHead(ctx context.Context, q queryer, head *sql.Stmt) (int64, string, error) {
-	var seq int64
-	var hash string
-	err := head.QueryRowContext(ctx).Scan(&seq, &hash)
-	if err == nil {
-		return seq, hash, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+// head returns the sequence number and hash of the last row, of the
+// checkpoint when every row was pruned, or of the genesis.
+func (w *auditWriter) head(st *auditStmts) (int64, string, error) {
+	dest := w.dest[:2]
+	defer clear(dest)
+	found, err := queryRow(st.head, nil, dest)
+	if err != nil {
 		return 0, "", fmt.Errorf("read the head of the log: %w", err)
 	}
-	err = q.QueryRowContext(ctx, `SELECT seq, hash FROM audit_checkpoint WHERE id = 1`).Scan(&seq, &hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, portcullis.GenesisHash, nil
+	what := "the head of the log"
+	if !found {
+		what = "the audit checkpoint"
+		found, err = queryRow(st.checkpoint, nil, dest)
+		if err != nil {
+			return 0, "", fmt.Errorf("read %s: %w", what, err)
+		}
+		if !found {
+			return 0, portcullis.GenesisHash, nil
+		}
 	}
+	seq, ok := dest[0].(int64)
+	if !ok {
+		return 0, "", fmt.Errorf("read %s: its seq is %T, not an integer", what, dest[0])
+	}
+	switch hash := dest[1].(type) {
+	case string:
+		return seq, hash, nil
+	case []byte:
+		return seq, string(hash), nil
+	default:
+		return 0, "", fmt.Errorf("read %s: its hash is %T, not text", what, dest[1])
+	}
+}
+
+// queryInt runs a query of one integer.
+func (w *auditWriter) queryInt(stmt auditStmt, args []driver.NamedValue, n *int64) error {
+	dest := w.dest[:1]
+	defer clear(dest)
+	found, err := queryRow(stmt, args, dest)
 	if err != nil {
-		return 0, "", fmt.Errorf("read the audit checkpoint: %w", err)
+		return err
 	}
-	return seq, hash, nil
+	if !found {
+		return errors.New("no row")
+	}
+	v, ok := dest[0].(int64)
+	if !ok {
+		return fmt.Errorf("%T, not an integer", dest[0])
+	}
+	*n = v
+	return nil
 }
 
 // AppendAudit writes the events durably, in order, chained to the log, and

@@ -277,9 +277,11 @@ func isBusy(err error) bool {
 
 func (s *Store) open(ctx context.Context) error {
 	var err error
-	if s.wdb, err = sql.Open("sqlite", s.dsn(connWrite)); err != nil {
+	base, err := sqlite3.NewConnector(s.dsn(connWrite))
+	if err != nil {
 		return s.openErr(err)
 	}
+	s.wdb = sql.OpenDB(&writeConnector{Connector: base})
 	s.wdb.SetMaxOpenConns(1)
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
