@@ -1,6 +1,11 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+)
 
 // WriterSynchronous returns PRAGMA synchronous on the writing connection:
 // 1 is NORMAL, 2 is FULL.
@@ -26,4 +31,23 @@ func MigrationSQL(upTo int) ([]string, error) {
 		out = append(out, m.sql)
 	}
 	return out, nil
+}
+
+// DiscardWriteConn makes database/sql discard the write connection, as it
+// does one the driver reports bad.
+func (s *Store) DiscardWriteConn(ctx context.Context) error {
+	conn, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = conn.Raw(func(any) error { return driver.ErrBadConn })
+	if !errors.Is(err, driver.ErrBadConn) {
+		return fmt.Errorf("Raw = %v; want driver.ErrBadConn", err)
+	}
+	return nil
+}
+
+// WriteConnsOpened is how many write connections the store has opened.
+func (s *Store) WriteConnsOpened() int64 {
+	return s.wcon.opened.Load()
 }

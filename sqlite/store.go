@@ -97,9 +97,10 @@ type Store struct {
 	noQuickCheck bool // Options.NoQuickCheck
 	sync         Sync // Options.Sync, checked
 
-	wdb  *sql.DB // one connection: the writes of this process, in BEGIN IMMEDIATE transactions
-	rdb  *sql.DB // a pool of read-only connections
-	ckdb *sql.DB // one connection for WAL checkpoints, off the writers' path
+	wdb  *sql.DB         // one connection: the writes of this process, in BEGIN IMMEDIATE transactions
+	wcon *writeConnector // wdb's
+	rdb  *sql.DB         // a pool of read-only connections
+	ckdb *sql.DB         // one connection for WAL checkpoints, off the writers' path
 
 	grantsStmt *sql.Stmt     // the candidates for UseGrant, on rdb
 	blocks     *blockReaders // an agent's block, read by every decision: connections of rdb it holds
@@ -281,7 +282,8 @@ func (s *Store) open(ctx context.Context) error {
 	if err != nil {
 		return s.openErr(err)
 	}
-	s.wdb = sql.OpenDB(&writeConnector{Connector: base})
+	s.wcon = &writeConnector{Connector: base}
+	s.wdb = sql.OpenDB(s.wcon)
 	s.wdb.SetMaxOpenConns(1)
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
