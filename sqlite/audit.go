@@ -298,10 +298,12 @@ func (w *auditWriter) write(reqs []*auditReq) ([][]portcullis.AuditRecord, error
 // again.
 func (w *auditWriter) transact(st *auditStmts, reqs []*auditReq) (out [][]portcullis.AuditRecord, indexed int64, keep bool, err error) {
 	if err := execStmt(st.begin, nil); err != nil {
-		// A BEGIN IMMEDIATE that fails (busy_timeout ran out) opens no
+		// A BEGIN IMMEDIATE that waited out busy_timeout opens no
 		// transaction: SQLite takes the write lock before it leaves
-		// autocommit mode.
-		return nil, 0, true, fmt.Errorf("begin: %w", err)
+		// autocommit mode. Any other failure says the connection is not
+		// as it should be (one left inside a transaction fails every
+		// BEGIN): it is discarded.
+		return nil, 0, isBusy(err), fmt.Errorf("begin: %w", err)
 	}
 	out, indexed, err = w.appendRows(st, reqs)
 	if err == nil {

@@ -51,3 +51,17 @@ func (s *Store) DiscardWriteConn(ctx context.Context) error {
 func (s *Store) WriteConnsOpened() int64 {
 	return s.wcon.opened.Load()
 }
+
+// LeaveWriteConnInTransaction begins a transaction on the write connection
+// and gives the connection back to the pool inside it.
+func (s *Store) LeaveWriteConnInTransaction(ctx context.Context) error {
+	conn, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = conn.Raw(func(dc any) error {
+		_, err := dc.(driver.ExecerContext).ExecContext(ctx, "BEGIN", nil)
+		return err
+	})
+	return errors.Join(err, conn.Close())
+}

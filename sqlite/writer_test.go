@@ -168,3 +168,26 @@ func TestCloseFinalizesWriterStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditWriteConnLeftInTransaction: a write connection left inside a
+// transaction (a failed rollback elsewhere) fails the writer's BEGIN for a
+// reason other than a busy lock; the writer discards it rather than fail
+// every append after, and the next append runs on a new connection.
+func TestAuditWriteConnLeftInTransaction(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openSync(t, path, clock, sqlite.SyncProcess)
+	r(s.AppendAudit(ctx, events(3, clock.Now())...)).must(t)
+	noErr(t, s.LeaveWriteConnInTransaction(ctx))
+	opened := s.WriteConnsOpened()
+
+	_, err := s.AppendAudit(ctx, events(2, clock.Now())...)
+	if err == nil || !strings.Contains(err.Error(), "begin") {
+		t.Fatalf("AppendAudit on a connection inside a transaction = %v; want BEGIN refused", err)
+	}
+	checkWritesAfterFailure(t, s, clock, 3)
+	if n := s.WriteConnsOpened(); n != opened+1 {
+		t.Errorf("%d write connections opened after the failed BEGIN; want the one discarded replaced: %d", n, opened+1)
+	}
+}
