@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/portcullis/portcullis"
+	sqlite3 "modernc.org/sqlite"
+	sqlite3lib "modernc.org/sqlite/lib"
 )
 
 // auditRow is an event ready to be written: its canonical body and the
@@ -300,10 +302,15 @@ func (w *auditWriter) transact(st *auditStmts, reqs []*auditReq) (out [][]portcu
 	if err := execStmt(st.begin, nil); err != nil {
 		// A BEGIN IMMEDIATE that waited out busy_timeout opens no
 		// transaction: SQLite takes the write lock before it leaves
-		// autocommit mode. Any other failure says the connection is not
-		// as it should be (one left inside a transaction fails every
-		// BEGIN): it is discarded.
-		return nil, 0, isBusy(err), fmt.Errorf("begin: %w", err)
+		// autocommit mode. It fails with SQLITE_BUSY itself: SQLite
+		// reports a stale snapshot (SQLITE_BUSY_SNAPSHOT) only when the
+		// connection already had a read transaction open, one no wait
+		// ends. Any failure but SQLITE_BUSY says the connection is not as
+		// it should be (one left inside a transaction fails every BEGIN):
+		// it is discarded.
+		var se *sqlite3.Error
+		keep := errors.As(err, &se) && se.Code() == sqlite3lib.SQLITE_BUSY
+		return nil, 0, keep, fmt.Errorf("begin: %w", err)
 	}
 	out, indexed, err = w.appendRows(st, reqs)
 	if err == nil {

@@ -65,3 +65,25 @@ func (s *Store) LeaveWriteConnInTransaction(ctx context.Context) error {
 	})
 	return errors.Join(err, conn.Close())
 }
+
+// LeaveWriteConnInReadTransaction begins a deferred transaction on the
+// write connection, reads in it (taking a snapshot of the file), and gives
+// the connection back to the pool inside it.
+func (s *Store) LeaveWriteConnInReadTransaction(ctx context.Context) error {
+	conn, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = conn.Raw(func(dc any) error {
+		if _, err := dc.(driver.ExecerContext).ExecContext(ctx, "BEGIN", nil); err != nil {
+			return err
+		}
+		rows, err := dc.(driver.QueryerContext).QueryContext(ctx, "SELECT count(*) FROM audit", nil)
+		if err != nil {
+			return err
+		}
+		dest := make([]driver.Value, 1)
+		return errors.Join(rows.Next(dest), rows.Close())
+	})
+	return errors.Join(err, conn.Close())
+}

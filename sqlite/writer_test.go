@@ -191,3 +191,69 @@ func TestAuditWriteConnLeftInTransaction(t *testing.T) {
 		t.Errorf("%d write connections opened after the failed BEGIN; want the one discarded replaced: %d", n, opened+1)
 	}
 }
+
+// TestAuditWriteConnLeftInReadTransaction: a write connection left inside
+// a deferred transaction that has read holds a snapshot of the file; once
+// another process commits, that snapshot is stale, and the writer's BEGIN
+// IMMEDIATE fails with SQLITE_BUSY_SNAPSHOT, a busy code, though no wait
+// would help. The writer must discard the connection rather than fail every
+// append after on it.
+func TestAuditWriteConnLeftInReadTransaction(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openSync(t, path, clock, sqlite.SyncProcess)
+	r(s.AppendAudit(ctx, events(3, clock.Now())...)).must(t)
+	noErr(t, s.LeaveWriteConnInReadTransaction(ctx))
+	_, err := rawDB(t, path).Exec(`INSERT INTO changes (kind, ref, time) VALUES ('test', 'another process', 0)`)
+	noErr(t, err)
+	opened := s.WriteConnsOpened()
+
+	_, err = s.AppendAudit(ctx, events(2, clock.Now())...)
+	if err == nil || !strings.Contains(err.Error(), "begin") {
+		t.Fatalf("AppendAudit on a connection inside a stale read transaction = %v; want BEGIN refused", err)
+	}
+	checkWritesAfterFailure(t, s, clock, 3)
+	if n := s.WriteConnsOpened(); n != opened+1 {
+		t.Errorf("%d write connections opened after the failed BEGIN; want the one discarded replaced: %d", n, opened+1)
+	}
+}
+
+// TestAuditCommitFails: a COMMIT that SQLite refuses (here a deferred
+// foreign key still violated, which needs foreign_keys on the write
+// connection, as the store's DSN sets it) leaves the transaction open: the
+// writer rolls it back, the append fails with no row written, the
+// connection is kept, and the next append continues the chain. The same
+// holds on a connection opened after one was discarded.
+func TestAuditCommitFails(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openSync(t, path, clock, sqlite.SyncProcess)
+	r(s.AppendAudit(ctx, events(3, clock.Now())...)).must(t)
+	_, err := rawDB(t, path).Exec(`CREATE TABLE fk_parent (id INTEGER PRIMARY KEY);
+		CREATE TABLE fk_child (p INTEGER REFERENCES fk_parent (id) DEFERRABLE INITIALLY DEFERRED);
+		CREATE TRIGGER boom AFTER INSERT ON audit WHEN NEW.session = 'boom' BEGIN INSERT INTO fk_child VALUES (NEW.seq); END`)
+	noErr(t, err)
+	rows := 3
+	for round, discard := range []bool{false, true} {
+		if discard {
+			noErr(t, s.DiscardWriteConn(ctx))
+			r(s.AppendAudit(ctx, events(1, clock.Now())...)).must(t)
+			rows++
+		}
+		opened := s.WriteConnsOpened()
+		_, err = s.AppendAudit(ctx, events(18, clock.Now(), 17)...)
+		if err == nil || !strings.Contains(err.Error(), "commit") || !strings.Contains(err.Error(), "FOREIGN KEY") {
+			t.Fatalf("round %d: AppendAudit whose COMMIT fails = %v; want the COMMIT refused", round, err)
+		}
+		if all := scanAll(t, s); len(all) != rows {
+			t.Fatalf("round %d: the log holds %d rows after the failed append; want the %d before it", round, len(all), rows)
+		}
+		if n := s.WriteConnsOpened(); n != opened {
+			t.Errorf("round %d: the write connection was replaced (%d opened, %d before) after a COMMIT its rollback undid", round, n, opened)
+		}
+		checkWritesAfterFailure(t, s, clock, rows)
+		rows += 17
+	}
+}
