@@ -4,7 +4,8 @@ import (
 	"strings"
 )
 
-func init() {
+// registerCloud registers the handlers of cloud and container tools (see loadHandlers).
+func registerCloud() {
 	register(kubectlCmd, "kubectl", "oc", "k3s", "microk8s.kubectl")
 	register(helmCmd, "helm")
 	register(terraformCmd, "terraform", "tofu", "terragrunt")

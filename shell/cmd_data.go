@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-func init() {
+// registerData registers the handlers of database clients (see loadHandlers).
+func registerData() {
 	register(psqlCmd, "psql")
 	register(mysqlCmd, "mysql", "mariadb")
 	register(sqliteCmd, "sqlite3", "sqlite", "duckdb")

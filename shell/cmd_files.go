@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-func init() {
+// registerFiles registers the handlers of file tools (see loadHandlers).
+func registerFiles() {
 	register(rmCmd, "rm")
 	// rimraf and del-cli are rm -rf written in JavaScript.
 	register(func(c *cmd) {

@@ -2,7 +2,8 @@ package shell
 
 import "strings"
 
-func init() {
+// registerGit registers the handlers of git (see loadHandlers).
+func registerGit() {
 	register(gitCmd, "git")
 }
 

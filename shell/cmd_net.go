@@ -14,7 +14,8 @@ var netFetchers = map[string]bool{
 	"wget2": true, "curlie": true,
 }
 
-func init() {
+// registerNet registers the handlers of network tools and interpreters (see loadHandlers).
+func registerNet() {
 	register(fetchCmd, "curl", "wget", "wget2", "fetch", "http", "https", "xh", "aria2c", "lwp-download",
 		"lwp-request", "GET", "ftp", "tftp", "axel", "curlie")
 	register(sshKeygenCmd, "ssh-keygen")

@@ -6,7 +6,8 @@ import (
 
 // PowerShell cmdlets and aliases, and cmd.exe built-ins, spelled directly
 // on the line. Their names are looked up without regard to case.
-func init() {
+// registerPowerShell registers the handlers of PowerShell and cmd.exe commands (see loadHandlers).
+func registerPowerShell() {
 	register(func(*cmd) {}, "get-childitem", "gci", "get-location", "gl", "get-process", "gps", "get-service",
 		"get-command", "gcm", "get-help", "test-path", "resolve-path", "get-item", "gi", "select-object",
 		"where-object", "sort-object", "measure-object", "format-table", "ft", "format-list", "fl",

@@ -27,10 +27,8 @@ var safeNames = []string{
 	"flake8", "black", "isort", "eslint", "tsc", "golint", "staticcheck", "golangci-lint", "govulncheck",
 }
 
-// safeSet holds safeNames.
-var safeSet = map[string]struct{}{}
-
-func init() {
+// registerShell registers the handlers of the safe names, the shell's builtins and the wrappers (see loadHandlers).
+func registerShell() {
 	for _, n := range safeNames {
 		safeSet[n] = struct{}{}
 		if _, ok := handlers[n]; !ok {

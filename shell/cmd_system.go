@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-func init() {
+// registerSystem registers the handlers of system and package tools (see loadHandlers).
+func registerSystem() {
 	register(killCmd, "kill", "pkill", "killall", "killall5", "skill")
 	register(systemctlCmd, "systemctl")
 	register(serviceCmd, "service", "launchctl", "rc-service", "sv")
@@ -298,7 +299,8 @@ var packageTools = map[string]packageTool{
 	"apt-cache": {read: []string{"search", "show", "policy", "madison", "depends", "rdepends", "showpkg", "showsrc", "stats", "pkgnames", "dump", "dumpavail", "unmet", "help"}},
 }
 
-func init() {
+// aliasPackageTools gives the aliases their tool's spec (see loadHandlers).
+func aliasPackageTools() {
 	for _, alias := range [][2]string{{"apt-get", "apt"}, {"aptitude", "apt"}, {"dnf", "yum"}, {"port", "brew"},
 		{"pnpm", "npm"}, {"mamba", "conda"}, {"micromamba", "conda"}, {"choco", "brew"}, {"winget", "brew"},
 		{"scoop", "brew"}, {"pkg", "apk"}, {"cpanm", "cpan"}, {"nvm", "asdf"}, {"pyenv", "asdf"}, {"rbenv", "asdf"},

@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // cmd is one layer of a simple command: sudo rm -rf x has the layers
@@ -41,17 +42,63 @@ type simpleCtx struct {
 
 type handler func(c *cmd)
 
-var handlers = map[string]handler{}
+// handlers maps command names to their handlers, and safeSet holds
+// safeNames. Both are built on first use, by loadHandlers, so that a
+// process that never judges a shell command (a hook asking a gateway, say)
+// does not build them at start; read them only after calling
+// loadHandlers (lookup, hasHandler and isSafe do).
+var (
+	handlers map[string]handler
+	safeSet  map[string]struct{}
+)
 
+// loadHandlers builds handlers and safeSet once. The order of the
+// registrations matters: a later one wins (a safe name's no-op handler
+// gives way to one registered before it; registerSystem comes after
+// registerShell and overrides it).
+func loadHandlers() { handlersOnce.Do(buildHandlers) }
+
+var handlersOnce sync.Once
+
+func buildHandlers() {
+	handlers = make(map[string]handler, 1024)
+	safeSet = make(map[string]struct{}, len(safeNames))
+	registerCloud()
+	registerData()
+	registerFiles()
+	registerGit()
+	registerNet()
+	registerPowerShell()
+	registerShell()
+	registerSystem()
+	aliasPackageTools()
+}
+
+// register adds a handler; only loadHandlers calls it.
 func register(h handler, names ...string) {
 	for _, n := range names {
 		handlers[n] = h
 	}
 }
 
+// hasHandler says whether name has a handler of its own (no aliasing).
+func hasHandler(name string) bool {
+	loadHandlers()
+	_, ok := handlers[name]
+	return ok
+}
+
+// isSafe says whether name is one of safeNames.
+func isSafe(name string) bool {
+	loadHandlers()
+	_, ok := safeSet[name]
+	return ok
+}
+
 // lookup finds the handler of a command name: python3.12 is python,
 // mkfs.ext4 is mkfs.
 func lookup(name string) (handler, bool) {
+	loadHandlers()
 	if h, ok := handlers[name]; ok {
 		return h, true
 	}

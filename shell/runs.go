@@ -244,7 +244,7 @@ func (w *walker) codeArgs(last *cmd, argv []field, sh *simpleCtx) {
 	if w.crude || w.depth >= maxDepth-1 || dataCommands[last.name] {
 		return
 	}
-	if _, safe := safeSet[last.name]; safe {
+	if isSafe(last.name) {
 		return
 	}
 	for i, f := range argv {
@@ -320,10 +320,10 @@ func (c *cmd) unknownWrapper() {
 			continue
 		}
 		name := commandName(f.s)
-		if _, ok := handlers[strings.ToLower(name)]; !ok {
+		if !hasHandler(strings.ToLower(name)) {
 			continue
 		}
-		if _, safe := safeSet[name]; safe {
+		if isSafe(name) {
 			continue
 		}
 		tried++
