@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // An MCP server behind a Portcullis MCP wrapper (`portcullis mcp -- ...`)
@@ -56,13 +57,13 @@ func (s MCPServer) Wrapped() bool {
 // host writes it in tool names, without the "__" that separates server
 // and tool.
 var (
-	mcpServerName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	notInToolName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+	mcpServerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
+	notInToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]`) })
 )
 
 // CheckMCPServerName says why a name cannot be deferred, or nil.
 func CheckMCPServerName(name string) error {
-	if !mcpServerName.MatchString(name) || strings.Contains(name, "__") {
+	if !mcpServerName().MatchString(name) || strings.Contains(name, "__") {
 		return fmt.Errorf("MCP server name %q: want letters, digits, _ and - without \"__\", as it appears in mcp__SERVER__TOOL", name)
 	}
 	return nil
@@ -87,7 +88,7 @@ func MCPServerNames(values []string) ([]string, error) {
 // its tool names: every character other than a letter, digit, _ or -
 // becomes _.
 func claudeToolName(name string) string {
-	return notInToolName.ReplaceAllString(name, "_")
+	return notInToolName().ReplaceAllString(name, "_")
 }
 
 // ClaudeMCPServers returns every definition of an MCP server that Claude

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -158,7 +159,7 @@ func (e Env) PolicyDir() string { return filepath.Join(e.ConfigDir, "portcullis"
 
 // goRunDir matches the directories `go run` and `go test` build into
 // (…/go-build123456/b001/exe/).
-var goRunDir = regexp.MustCompile(`^go-build[0-9]+$`)
+var goRunDir = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^go-build[0-9]+$`) })
 
 // ErrTransient is the error of CheckBinary for a binary that will not
 // last: in the Go build cache, where `go run` left it, or in a temporary
@@ -184,7 +185,7 @@ func (e Env) CheckBinary(exe string) error {
 		return fmt.Errorf("%s: not an executable file", exe)
 	}
 	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
-		if goRunDir.MatchString(part) {
+		if goRunDir().MatchString(part) {
 			return fmt.Errorf("%s was built by `go run` or `go test` into a directory Go deletes (%w): %s", exe, ErrTransient, InstallAdvice)
 		}
 	}

@@ -232,11 +232,11 @@ func expandedServersOf(data []byte) ([]MCPEntry, error) {
 	return expandAll(out), err
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`) })
 
 func expand(s string) string {
-	return envRef.ReplaceAllStringFunc(s, func(ref string) string {
-		m := envRef.FindStringSubmatch(ref)
+	return envRef().ReplaceAllStringFunc(s, func(ref string) string {
+		m := envRef().FindStringSubmatch(ref)
 		if v, ok := os.LookupEnv(m[1]); ok && (v != "" || m[2] == "") {
 			return v
 		}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -192,11 +193,11 @@ func ClassifyTools(tools []Tool) []Classified {
 	return out
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`) })
 
 // yamlKey quotes a tool name for a YAML key when it needs quoting.
 func yamlKey(name string) string {
-	if plainKey.MatchString(name) && !slices.Contains([]string{"true", "false", "yes", "no", "on", "off", "null", "y", "n"}, strings.ToLower(name)) {
+	if plainKey().MatchString(name) && !slices.Contains([]string{"true", "false", "yes", "no", "on", "off", "null", "y", "n"}, strings.ToLower(name)) {
 		return name
 	}
 	b, err := marshal(name)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"unicode"
 
@@ -27,7 +28,7 @@ const (
 	maxGlobSteps       = 100_000_000
 )
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // checker runs the semantic checks shared by Parse and Validate over a
 // Policy, applies zero-value defaults, cleans the element lists and lints.
@@ -628,7 +629,7 @@ func (c *checker) validator() {
 	if v.Provider != "command" && len(v.Command) > 0 {
 		c.warnf(path{"validator", "command"}, w.key("command"), "used only with provider command; ignored")
 	}
-	if v.APIKeyEnv != "" && !envName.MatchString(v.APIKeyEnv) {
+	if v.APIKeyEnv != "" && !envName().MatchString(v.APIKeyEnv) {
 		c.errorf(path{"validator", "apiKeyEnv"}, w.key("apiKeyEnv"),
 			"%s is not an environment variable name (want letters, digits and _, not starting with a digit); the key itself never goes in this file", quote(v.APIKeyEnv))
 	}

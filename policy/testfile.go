@@ -308,7 +308,7 @@ func (p *parser) cases(n *yaml.Node, pol *portcullis.Policy) []TestCase {
 	return out
 }
 
-var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
+var unknownField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`unknown field "([^"]*)"`) })
 
 // request converts a request node to JSON and decodes it as the wire does.
 func (p *parser) request(n *yaml.Node, w at, elements map[string]bool) (portcullis.Call, bool) {
@@ -324,7 +324,7 @@ func (p *parser) request(n *yaml.Node, w at, elements map[string]bool) (portcull
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "json: ")
 		at := n
-		if m := unknownField.FindStringSubmatch(msg); m != nil {
+		if m := unknownField().FindStringSubmatch(msg); m != nil {
 			if k := findKey(n, m[1]); k != nil {
 				at = k
 			}
@@ -388,7 +388,7 @@ func findKey(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+var jsonNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`) })
 
 // toJSON writes n as JSON. Numbers are kept as written when JSON can say
 // them so; the document is bounded by portcullis.MaxRequestBytes.
@@ -457,7 +457,7 @@ func (p *parser) scalarJSON(n *yaml.Node, buf *bytes.Buffer, w at) bool {
 		}
 		buf.WriteString(n.Value)
 	case "!!int", "!!float":
-		if jsonNumber.MatchString(n.Value) {
+		if jsonNumber().MatchString(n.Value) {
 			buf.WriteString(n.Value)
 			return true
 		}

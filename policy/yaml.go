@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -70,7 +71,7 @@ func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	return dec.Decode(n)
 }
 
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): `) })
 
 // yamlError extracts a 1-based line and a message from a yaml.v3 error.
 // yaml.v3 prints parser errors with a 0-based line (scanner errors are
@@ -80,7 +81,7 @@ var yamlLine = regexp.MustCompile(`^line (\d+): `)
 func yamlError(data []byte, err error) (int, string) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		n, convErr := strconv.Atoi(m[1])
 		if convErr == nil {
 			line = n

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/portcullis/portcullis"
 )
@@ -19,8 +20,12 @@ const (
 )
 
 var (
-	legacyStepFromStore = regexp.MustCompile(`^(?:continue|pause|stop): .*\bstep (\d+) \(run state from the store\)`)
-	legacyUpstreamOf    = regexp.MustCompile(`\(MCP annotations of upstream ("(?:[^"\\]|\\.)*"), pinned\)`)
+	legacyStepFromStore = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:continue|pause|stop): .*\bstep (\d+) \(run state from the store\)`)
+	})
+	legacyUpstreamOf = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\(MCP annotations of upstream ("(?:[^"\\]|\\.)*"), pinned\)`)
+	})
 )
 
 // mayHaveLegacyFacts reports whether a trace without facts has the words
@@ -49,7 +54,7 @@ func legacyTraceFacts(trace []portcullis.TraceEntry) {
 				continue
 			case strings.Contains(t.Result, legacyAnnotated):
 				t.Facts = append(t.Facts, portcullis.FactUpstreamAnnotated)
-				if m := legacyUpstreamOf.FindStringSubmatch(t.Result); m != nil {
+				if m := legacyUpstreamOf().FindStringSubmatch(t.Result); m != nil {
 					if s, err := strconv.Unquote(m[1]); err == nil {
 						t.Upstream = s
 					}
@@ -63,7 +68,7 @@ func legacyTraceFacts(trace []portcullis.TraceEntry) {
 				t.Facts = append(t.Facts, portcullis.FactNoVerdict)
 			}
 		case "autonomy":
-			if m := legacyStepFromStore.FindStringSubmatch(t.Result); m != nil {
+			if m := legacyStepFromStore().FindStringSubmatch(t.Result); m != nil {
 				if n, err := strconv.Atoi(m[1]); err == nil {
 					t.Step = n
 					t.Facts = append(t.Facts, portcullis.FactRunStateFromStore)
