@@ -559,7 +559,7 @@ func findCleanup(w *walker, root string, args []field) bool {
 		case "-o", "-or", "-not", "!", ",", "-regex", "-iregex", "-path", "-ipath", "-wholename":
 			return false
 		case "-name", "-iname":
-			if i+1 >= len(args) || !cleanupPatterns[args[i+1].s] {
+			if i+1 >= len(args) || !cleanupPatterns()[args[i+1].s] {
 				return false
 			}
 			named = true

@@ -1,29 +1,36 @@
 package shell
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // registerGit registers the handlers of git (see loadHandlers).
 func registerGit() {
 	register(gitCmd, "git")
 }
 
-var gitReadOnly = map[string]bool{
-	"status": true, "log": true, "diff": true, "show": true, "shortlog": true, "blame": true, "annotate": true,
-	"describe": true, "rev-parse": true, "rev-list": true, "ls-files": true, "ls-tree": true, "ls-remote": true,
-	"cat-file": true, "grep": true, "fetch": true, "help": true, "version": true, "whatchanged": true, "var": true,
-	"for-each-ref": true, "show-ref": true, "show-branch": true, "cherry": true, "range-diff": true,
-	"diff-tree": true, "diff-files": true, "diff-index": true, "merge-base": true, "name-rev": true,
-	"count-objects": true, "fsck": true, "verify-commit": true, "verify-tag": true, "check-ignore": true,
-	"check-attr": true, "check-ref-format": true, "show-index": true, "difftool": true,
-}
+var gitReadOnly = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"status": true, "log": true, "diff": true, "show": true, "shortlog": true, "blame": true, "annotate": true,
+		"describe": true, "rev-parse": true, "rev-list": true, "ls-files": true, "ls-tree": true, "ls-remote": true,
+		"cat-file": true, "grep": true, "fetch": true, "help": true, "version": true, "whatchanged": true, "var": true,
+		"for-each-ref": true, "show-ref": true, "show-branch": true, "cherry": true, "range-diff": true,
+		"diff-tree": true, "diff-files": true, "diff-index": true, "merge-base": true, "name-rev": true,
+		"count-objects": true, "fsck": true, "verify-commit": true, "verify-tag": true, "check-ignore": true,
+		"check-attr": true, "check-ref-format": true, "show-index": true, "difftool": true,
+	}
+})
 
-var gitChanging = map[string]bool{
-	"add": true, "pull": true, "merge": true, "cherry-pick": true, "revert": true, "mv": true, "init": true,
-	"clone": true, "am": true, "apply": true, "notes": true, "sparse-checkout": true, "bundle": true,
-	"archive": true, "format-patch": true, "lfs": true, "maintenance": true, "replace": true, "repack": true,
-	"stage": true, "send-email": true, "commit": true, "rebase": true, "prune": true, "worktree": true,
-	"gc": true, "mergetool": true, "request-pull": true, "citool": true, "gui": true, "range-diff": true,
-}
+var gitChanging = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"add": true, "pull": true, "merge": true, "cherry-pick": true, "revert": true, "mv": true, "init": true,
+		"clone": true, "am": true, "apply": true, "notes": true, "sparse-checkout": true, "bundle": true,
+		"archive": true, "format-patch": true, "lfs": true, "maintenance": true, "replace": true, "repack": true,
+		"stage": true, "send-email": true, "commit": true, "rebase": true, "prune": true, "worktree": true,
+		"gc": true, "mergetool": true, "request-pull": true, "citool": true, "gui": true, "range-diff": true,
+	}
+})
 
 // gitCmd judges git by its subcommand, after its global options: history
 // loss (push --force, reset --hard, clean -f, checkout --, branch -D,
@@ -49,7 +56,7 @@ func gitCmd(c *cmd) {
 	switch {
 	case sub == "status" || sub == "log" || sub == "ls-files" || sub == "check-ignore" || sub == "check-attr":
 		c.sh.meta = true
-	case gitReadOnly[sub]:
+	case gitReadOnly()[sub]:
 	case sub == "push":
 		gitPush(c, rest)
 	case sub == "reset":
@@ -133,7 +140,7 @@ func gitCmd(c *cmd) {
 		c.add(Moderate, scoreModerate, true, "git rm deletes files (they stay in the history)")
 	case sub == "worktree" && op0 == "remove" && flagged(rest, "f", "--force"):
 		c.danger(scoreDestroy-5, true, "git worktree remove --force deletes a worktree with its uncommitted changes")
-	case gitChanging[sub] || sub == "submodule" || sub == "bisect" || sub == "gc" || sub == "update-ref":
+	case gitChanging()[sub] || sub == "submodule" || sub == "bisect" || sub == "gc" || sub == "update-ref":
 		c.moderate(scoreModerate, "git "+sub+" changes the repository")
 	default:
 		c.moderate(scoreModerate, "unknown git subcommand (it may be an alias): "+sub)

@@ -4,15 +4,18 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // netFetchers download from the network; their output piped into a shell
 // is code from the network.
-var netFetchers = map[string]bool{
-	"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "xh": true, "aria2c": true,
-	"lwp-download": true, "lwp-request": true, "GET": true, "ftp": true, "tftp": true, "axel": true,
-	"wget2": true, "curlie": true,
-}
+var netFetchers = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "xh": true, "aria2c": true,
+		"lwp-download": true, "lwp-request": true, "GET": true, "ftp": true, "tftp": true, "axel": true,
+		"wget2": true, "curlie": true,
+	}
+})
 
 // registerNet registers the handlers of network tools and interpreters (see loadHandlers).
 func registerNet() {
@@ -205,35 +208,37 @@ type interpreter struct {
 	last  string   // short-option clusters ending in one of these letters take code (perl -pe)
 }
 
-var interpreters = map[string]interpreter{
-	"python":     {label: "Python", code: []string{"-c"}, last: "c"},
-	"pypy":       {label: "Python", code: []string{"-c"}, last: "c"},
-	"node":       {label: "JavaScript", code: []string{"-e", "--eval", "-p", "--print"}},
-	"nodejs":     {label: "JavaScript", code: []string{"-e", "--eval", "-p", "--print"}},
-	"deno":       {label: "JavaScript"},
-	"bun":        {label: "JavaScript", code: []string{"-e", "--eval", "-p", "--print"}},
-	"perl":       {label: "Perl", code: []string{"-e", "-E"}, last: "eE"},
-	"ruby":       {label: "Ruby", code: []string{"-e"}, last: "e"},
-	"irb":        {label: "Ruby"},
-	"php":        {label: "PHP", code: []string{"-r"}, last: "r"},
-	"lua":        {label: "Lua", code: []string{"-e"}},
-	"luajit":     {label: "Lua", code: []string{"-e"}},
-	"Rscript":    {label: "R", code: []string{"-e", "--expr"}},
-	"osascript":  {label: "AppleScript", code: []string{"-e"}},
-	"pwsh":       {label: "PowerShell", code: []string{"-c", "-Command", "-command", "-EncodedCommand", "-encodedcommand", "-enc", "-ec", "-e"}},
-	"powershell": {label: "PowerShell", code: []string{"-c", "-Command", "-command", "-EncodedCommand", "-encodedcommand", "-enc", "-ec", "-e"}},
-	"tclsh":      {label: "Tcl"},
-	"jshell":     {label: "Java"},
-	"groovy":     {label: "Groovy", code: []string{"-e"}},
-}
+var interpreters = sync.OnceValue(func() map[string]interpreter {
+	return map[string]interpreter{
+		"python":     {label: "Python", code: []string{"-c"}, last: "c"},
+		"pypy":       {label: "Python", code: []string{"-c"}, last: "c"},
+		"node":       {label: "JavaScript", code: []string{"-e", "--eval", "-p", "--print"}},
+		"nodejs":     {label: "JavaScript", code: []string{"-e", "--eval", "-p", "--print"}},
+		"deno":       {label: "JavaScript"},
+		"bun":        {label: "JavaScript", code: []string{"-e", "--eval", "-p", "--print"}},
+		"perl":       {label: "Perl", code: []string{"-e", "-E"}, last: "eE"},
+		"ruby":       {label: "Ruby", code: []string{"-e"}, last: "e"},
+		"irb":        {label: "Ruby"},
+		"php":        {label: "PHP", code: []string{"-r"}, last: "r"},
+		"lua":        {label: "Lua", code: []string{"-e"}},
+		"luajit":     {label: "Lua", code: []string{"-e"}},
+		"Rscript":    {label: "R", code: []string{"-e", "--expr"}},
+		"osascript":  {label: "AppleScript", code: []string{"-e"}},
+		"pwsh":       {label: "PowerShell", code: []string{"-c", "-Command", "-command", "-EncodedCommand", "-encodedcommand", "-enc", "-ec", "-e"}},
+		"powershell": {label: "PowerShell", code: []string{"-c", "-Command", "-command", "-EncodedCommand", "-encodedcommand", "-enc", "-ec", "-e"}},
+		"tclsh":      {label: "Tcl"},
+		"jshell":     {label: "Java"},
+		"groovy":     {label: "Groovy", code: []string{"-e"}},
+	}
+})
 
 // interpCmd judges an interpreter: inline code is read for what it does,
 // a script is moderate, code on stdin is followed like a shell's.
 func interpCmd(c *cmd) {
 	name := strings.TrimRight(c.name, "0123456789.")
-	spec, ok := interpreters[name]
+	spec, ok := interpreters()[name]
 	if !ok {
-		spec = interpreters[c.name]
+		spec = interpreters()[c.name]
 	}
 	args := c.args()
 	if len(args) == 1 && (args[0].s == "--version" || args[0].s == "-V" || args[0].s == "-v" || args[0].s == "--help" || args[0].s == "-h") {
@@ -295,7 +300,7 @@ func interpCmd(c *cmd) {
 			c.inline(spec, args[i+1])
 			return
 		}
-		if (name == "pwsh" || name == "powershell") && psValueOpts[strings.ToLower(a)] {
+		if (name == "pwsh" || name == "powershell") && psValueOpts()[strings.ToLower(a)] {
 			i++ // -WindowStyle Hidden, -ExecutionPolicy Bypass: the value is no script
 			continue
 		}
@@ -332,11 +337,13 @@ func (c *cmd) pythonModule(mod field, rest []field) {
 // stdin: a socket wired to a shell is a reverse shell; running commands or
 // deleting files is dangerous; anything else is moderate.
 // psValueOpts are PowerShell's own options that take a value.
-var psValueOpts = map[string]bool{
-	"-w": true, "-windowstyle": true, "-ep": true, "-ex": true, "-executionpolicy": true, "-wd": true,
-	"-workingdirectory": true, "-of": true, "-outputformat": true, "-if": true, "-inputformat": true,
-	"-configurationname": true, "-psconsolefile": true, "-version": true, "-settingsfile": true,
-}
+var psValueOpts = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"-w": true, "-windowstyle": true, "-ep": true, "-ex": true, "-executionpolicy": true, "-wd": true,
+		"-workingdirectory": true, "-of": true, "-outputformat": true, "-if": true, "-inputformat": true,
+		"-configurationname": true, "-psconsolefile": true, "-version": true, "-settingsfile": true,
+	}
+})
 
 func inlineCode(label, code string) finding {
 	lc := strings.ToLower(code)

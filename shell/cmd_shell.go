@@ -3,6 +3,7 @@ package shell
 import (
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -277,7 +278,7 @@ func isAssignment(s string) bool {
 // envAssign judges a NAME=value given to env or sudo.
 func (c *cmd) envAssign(f field) {
 	name, val, _ := strings.Cut(f.s, "=")
-	if _, runs := envUses[name]; runs {
+	if _, runs := envUses()[name]; runs {
 		c.skipField(f)
 		c.findings = append(c.findings, c.w.runsEnv(name, val, f.static)...)
 		return
@@ -550,7 +551,7 @@ func aliasCmd(c *cmd) {
 func portcullisCmd(c *cmd) {
 	sub, k := subcommand(c.argv, 1, "", "--state", "--policy", "--config", "--log-level", "--addr", "--listen")
 	for _, a := range c.args() {
-		if humanOnly[a.s] && a.s != sub {
+		if humanOnly()[a.s] && a.s != sub {
 			c.block("runs `portcullis ... " + a.s + "`, which only a person may run: an agent must not approve itself")
 			return
 		}
@@ -589,7 +590,7 @@ func portcullisCmd(c *cmd) {
 	case "serve":
 		c.moderate(scoreModerate, "starts `portcullis serve`")
 	default:
-		if humanOnly[sub] {
+		if humanOnly()[sub] {
 			c.block("runs `portcullis " + sub + "`, which only a person may run: an agent must not approve itself")
 			return
 		}
@@ -599,10 +600,12 @@ func portcullisCmd(c *cmd) {
 
 // humanOnly are Portcullis's subcommands for people only: approving,
 // denying, unblocking, granting.
-var humanOnly = map[string]bool{
-	"approve": true, "deny": true, "unblock": true, "grants": true, "grant": true, "revoke": true,
-	"approvals": true, "token": true, "admin": true, "reset": true,
-}
+var humanOnly = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"approve": true, "deny": true, "unblock": true, "grants": true, "grant": true, "revoke": true,
+		"approvals": true, "token": true, "admin": true, "reset": true,
+	}
+})
 
 // printenvCmd: printing the whole environment may show secrets; one
 // variable is safe unless its name says it holds a secret.

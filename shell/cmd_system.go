@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // registerSystem registers the handlers of system and package tools (see loadHandlers).
@@ -263,44 +264,48 @@ type packageTool struct {
 	publish []string
 }
 
-var packageTools = map[string]packageTool{
-	"apt":       {read: []string{"list", "search", "show", "policy", "madison", "depends", "rdepends", "changelog", "help", "showsrc", "showpkg", "stats", "pkgnames", "dump", "download"}},
-	"yum":       {read: []string{"list", "search", "info", "provides", "repolist", "check-update", "history", "deplist", "help"}},
-	"zypper":    {read: []string{"search", "se", "info", "if", "list-updates", "lu", "repos", "lr", "help"}},
-	"apk":       {read: []string{"info", "search", "list", "policy", "stats", "dot", "help"}},
-	"brew":      {read: []string{"list", "ls", "info", "search", "outdated", "doctor", "config", "deps", "uses", "leaves", "desc", "home", "--prefix", "--cellar", "--repository", "--version", "help", "commands", "log", "cat"}},
-	"snap":      {read: []string{"list", "info", "find", "search", "version", "help", "services"}},
-	"flatpak":   {read: []string{"list", "info", "search", "remote-ls", "history", "help"}},
-	"pip":       {read: []string{"list", "show", "freeze", "search", "check", "help", "config", "debug", "inspect", "index", "hash", "cache"}},
-	"pipx":      {read: []string{"list", "environment", "help"}, run: []string{"run"}},
-	"uv":        {read: []string{"tree", "version", "help", "--version", "python"}, run: []string{"run"}},
-	"poetry":    {read: []string{"show", "check", "about", "env", "search", "version", "help", "config"}, run: []string{"run"}, publish: []string{"publish"}},
-	"pdm":       {read: []string{"list", "show", "info", "search", "config"}, run: []string{"run"}, publish: []string{"publish"}},
-	"conda":     {read: []string{"list", "info", "search", "env", "config", "help", "doctor"}, run: []string{"run"}},
-	"npm":       {read: []string{"ls", "list", "la", "ll", "view", "v", "info", "show", "outdated", "search", "s", "help", "whoami", "doctor", "explain", "why", "root", "bin", "prefix", "config", "get", "fund", "ping", "query", "-v", "--version", "audit"}, run: []string{"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart", "exec", "x", "rebuild"}, publish: []string{"publish", "unpublish", "deprecate", "dist-tag", "owner", "access"}},
-	"yarn":      {read: []string{"info", "list", "why", "outdated", "licenses", "help", "--version", "config", "audit"}, run: []string{"run", "test", "start", "exec", "build", "lint", "dev", "node"}, publish: []string{"publish", "npm"}},
-	"gem":       {read: []string{"list", "search", "info", "query", "environment", "which", "contents", "specification", "help", "outdated", "dependency"}, publish: []string{"push", "yank", "owner"}},
-	"bundle":    {read: []string{"list", "show", "outdated", "check", "info", "platform", "help", "config"}, run: []string{"exec"}},
-	"cargo":     {read: []string{"build", "b", "check", "c", "test", "t", "clippy", "doc", "d", "tree", "metadata", "search", "verify-project", "version", "--version", "bench", "help", "locate-project", "pkgid"}, run: []string{"run", "r"}, publish: []string{"publish", "yank", "owner"}},
-	"composer":  {read: []string{"show", "outdated", "validate", "--version", "help", "licenses", "depends", "why", "prohibits", "why-not", "search", "info", "audit", "diagnose", "check-platform-reqs"}, run: []string{"run-script", "run", "exec"}},
-	"mas":       {read: []string{"list", "search", "info", "outdated", "account", "help"}},
-	"dotnet":    {read: []string{"--version", "--info", "--list-sdks", "--list-runtimes", "build", "test", "help", "list"}, run: []string{"run", "exec"}, publish: []string{"nuget"}},
-	"rustup":    {read: []string{"show", "check", "which", "help", "--version"}},
-	"helmfile":  {read: []string{"list", "diff", "template", "lint", "status", "build", "help"}, publish: []string{"destroy", "delete"}},
-	"opam":      {read: []string{"list", "show", "search", "info", "config", "env", "switch", "help"}},
-	"cabal":     {read: []string{"build", "test", "list", "info", "check", "help", "--version"}, run: []string{"run", "exec"}, publish: []string{"upload"}},
-	"stack":     {read: []string{"build", "test", "ls", "query", "path", "--version", "help"}, run: []string{"run", "exec"}, publish: []string{"upload"}},
-	"mix":       {read: []string{"compile", "test", "format", "help", "deps.tree", "hex.info"}, run: []string{"run"}, publish: []string{"hex.publish"}},
-	"nuget":     {read: []string{"list", "search", "help", "locals"}, publish: []string{"push", "delete"}},
-	"luarocks":  {read: []string{"list", "search", "show", "doc", "help", "path", "config"}, publish: []string{"upload"}},
-	"asdf":      {read: []string{"list", "current", "where", "which", "help", "info", "plugin-list"}},
-	"mise":      {read: []string{"ls", "list", "current", "where", "which", "doctor", "help", "env"}, run: []string{"exec", "x", "run", "r"}},
-	"krew":      {read: []string{"list", "info", "search", "help"}},
-	"apt-cache": {read: []string{"search", "show", "policy", "madison", "depends", "rdepends", "showpkg", "showsrc", "stats", "pkgnames", "dump", "dumpavail", "unmet", "help"}},
-}
+var packageTools = sync.OnceValue(func() map[string]packageTool {
+	m := map[string]packageTool{
+		"apt":       {read: []string{"list", "search", "show", "policy", "madison", "depends", "rdepends", "changelog", "help", "showsrc", "showpkg", "stats", "pkgnames", "dump", "download"}},
+		"yum":       {read: []string{"list", "search", "info", "provides", "repolist", "check-update", "history", "deplist", "help"}},
+		"zypper":    {read: []string{"search", "se", "info", "if", "list-updates", "lu", "repos", "lr", "help"}},
+		"apk":       {read: []string{"info", "search", "list", "policy", "stats", "dot", "help"}},
+		"brew":      {read: []string{"list", "ls", "info", "search", "outdated", "doctor", "config", "deps", "uses", "leaves", "desc", "home", "--prefix", "--cellar", "--repository", "--version", "help", "commands", "log", "cat"}},
+		"snap":      {read: []string{"list", "info", "find", "search", "version", "help", "services"}},
+		"flatpak":   {read: []string{"list", "info", "search", "remote-ls", "history", "help"}},
+		"pip":       {read: []string{"list", "show", "freeze", "search", "check", "help", "config", "debug", "inspect", "index", "hash", "cache"}},
+		"pipx":      {read: []string{"list", "environment", "help"}, run: []string{"run"}},
+		"uv":        {read: []string{"tree", "version", "help", "--version", "python"}, run: []string{"run"}},
+		"poetry":    {read: []string{"show", "check", "about", "env", "search", "version", "help", "config"}, run: []string{"run"}, publish: []string{"publish"}},
+		"pdm":       {read: []string{"list", "show", "info", "search", "config"}, run: []string{"run"}, publish: []string{"publish"}},
+		"conda":     {read: []string{"list", "info", "search", "env", "config", "help", "doctor"}, run: []string{"run"}},
+		"npm":       {read: []string{"ls", "list", "la", "ll", "view", "v", "info", "show", "outdated", "search", "s", "help", "whoami", "doctor", "explain", "why", "root", "bin", "prefix", "config", "get", "fund", "ping", "query", "-v", "--version", "audit"}, run: []string{"run", "run-script", "rum", "urn", "test", "t", "tst", "start", "stop", "restart", "exec", "x", "rebuild"}, publish: []string{"publish", "unpublish", "deprecate", "dist-tag", "owner", "access"}},
+		"yarn":      {read: []string{"info", "list", "why", "outdated", "licenses", "help", "--version", "config", "audit"}, run: []string{"run", "test", "start", "exec", "build", "lint", "dev", "node"}, publish: []string{"publish", "npm"}},
+		"gem":       {read: []string{"list", "search", "info", "query", "environment", "which", "contents", "specification", "help", "outdated", "dependency"}, publish: []string{"push", "yank", "owner"}},
+		"bundle":    {read: []string{"list", "show", "outdated", "check", "info", "platform", "help", "config"}, run: []string{"exec"}},
+		"cargo":     {read: []string{"build", "b", "check", "c", "test", "t", "clippy", "doc", "d", "tree", "metadata", "search", "verify-project", "version", "--version", "bench", "help", "locate-project", "pkgid"}, run: []string{"run", "r"}, publish: []string{"publish", "yank", "owner"}},
+		"composer":  {read: []string{"show", "outdated", "validate", "--version", "help", "licenses", "depends", "why", "prohibits", "why-not", "search", "info", "audit", "diagnose", "check-platform-reqs"}, run: []string{"run-script", "run", "exec"}},
+		"mas":       {read: []string{"list", "search", "info", "outdated", "account", "help"}},
+		"dotnet":    {read: []string{"--version", "--info", "--list-sdks", "--list-runtimes", "build", "test", "help", "list"}, run: []string{"run", "exec"}, publish: []string{"nuget"}},
+		"rustup":    {read: []string{"show", "check", "which", "help", "--version"}},
+		"helmfile":  {read: []string{"list", "diff", "template", "lint", "status", "build", "help"}, publish: []string{"destroy", "delete"}},
+		"opam":      {read: []string{"list", "show", "search", "info", "config", "env", "switch", "help"}},
+		"cabal":     {read: []string{"build", "test", "list", "info", "check", "help", "--version"}, run: []string{"run", "exec"}, publish: []string{"upload"}},
+		"stack":     {read: []string{"build", "test", "ls", "query", "path", "--version", "help"}, run: []string{"run", "exec"}, publish: []string{"upload"}},
+		"mix":       {read: []string{"compile", "test", "format", "help", "deps.tree", "hex.info"}, run: []string{"run"}, publish: []string{"hex.publish"}},
+		"nuget":     {read: []string{"list", "search", "help", "locals"}, publish: []string{"push", "delete"}},
+		"luarocks":  {read: []string{"list", "search", "show", "doc", "help", "path", "config"}, publish: []string{"upload"}},
+		"asdf":      {read: []string{"list", "current", "where", "which", "help", "info", "plugin-list"}},
+		"mise":      {read: []string{"ls", "list", "current", "where", "which", "doctor", "help", "env"}, run: []string{"exec", "x", "run", "r"}},
+		"krew":      {read: []string{"list", "info", "search", "help"}},
+		"apt-cache": {read: []string{"search", "show", "policy", "madison", "depends", "rdepends", "showpkg", "showsrc", "stats", "pkgnames", "dump", "dumpavail", "unmet", "help"}},
+	}
+	aliasPackageTools(m)
+	return m
+})
 
-// aliasPackageTools gives the aliases their tool's spec (see loadHandlers).
-func aliasPackageTools() {
+// aliasPackageTools gives the aliases their tool's spec.
+func aliasPackageTools(packageTools map[string]packageTool) {
 	for _, alias := range [][2]string{{"apt-get", "apt"}, {"aptitude", "apt"}, {"dnf", "yum"}, {"port", "brew"},
 		{"pnpm", "npm"}, {"mamba", "conda"}, {"micromamba", "conda"}, {"choco", "brew"}, {"winget", "brew"},
 		{"scoop", "brew"}, {"pkg", "apk"}, {"cpanm", "cpan"}, {"nvm", "asdf"}, {"pyenv", "asdf"}, {"rbenv", "asdf"},
@@ -330,11 +335,11 @@ func pkgCmd(c *cmd) {
 		c.moderate(scoreModerateHigh, c.name+" changes installed packages")
 		return
 	}
-	spec := packageTools[c.name]
+	spec := packageTools()[c.name]
 	sub, k := subcommand(c.argv, 1, "")
 	if c.name == "uv" && sub == "pip" || c.name == "pipx" && sub == "runpip" {
 		sub, _ = subcommand(c.argv, k, "")
-		spec = packageTools["pip"]
+		spec = packageTools()["pip"]
 	}
 	switch {
 	case sub == "" && (c.name == "yarn" || c.name == "bundle"):
@@ -365,11 +370,13 @@ func isInstallWord(s string) bool {
 }
 
 // goValueFlags are the go command's build and test flags that take a value.
-var goValueFlags = map[string]bool{"-C": true, "-o": true, "-p": true, "-tags": true, "-ldflags": true, "-gcflags": true,
-	"-asmflags": true, "-mod": true, "-modfile": true, "-overlay": true, "-pgo": true, "-exec": true, "-toolexec": true,
-	"-buildmode": true, "-compiler": true, "-installsuffix": true, "-pkgdir": true, "-covermode": true, "-coverpkg": true,
-	"-run": true, "-bench": true, "-count": true, "-timeout": true, "-cpu": true, "-parallel": true, "-fuzz": true,
-	"-fuzztime": true, "-skip": true, "-benchtime": true, "-coverprofile": true, "-cpuprofile": true, "-memprofile": true, "-shuffle": true}
+var goValueFlags = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"-C": true, "-o": true, "-p": true, "-tags": true, "-ldflags": true, "-gcflags": true,
+		"-asmflags": true, "-mod": true, "-modfile": true, "-overlay": true, "-pgo": true, "-exec": true, "-toolexec": true,
+		"-buildmode": true, "-compiler": true, "-installsuffix": true, "-pkgdir": true, "-covermode": true, "-coverpkg": true,
+		"-run": true, "-bench": true, "-count": true, "-timeout": true, "-cpu": true, "-parallel": true, "-fuzz": true,
+		"-fuzztime": true, "-skip": true, "-benchtime": true, "-coverprofile": true, "-cpuprofile": true, "-memprofile": true, "-shuffle": true}
+})
 
 // goCmd: building, testing and inspecting are safe; go run and generate
 // run code; go install and go get install it. go run of Portcullis's own
@@ -391,7 +398,7 @@ func goCmd(c *cmd) {
 	k := 0
 	for k < len(rest) && strings.HasPrefix(rest[k].s, "-") {
 		name, val, hasEq := strings.Cut(strings.Replace(rest[k].s, "--", "-", 1), "=")
-		if !hasEq && goValueFlags[name] && k+1 < len(rest) {
+		if !hasEq && goValueFlags()[name] && k+1 < len(rest) {
 			k++
 			val = rest[k].s
 		}

@@ -71,7 +71,6 @@ func buildHandlers() {
 	registerPowerShell()
 	registerShell()
 	registerSystem()
-	aliasPackageTools()
 }
 
 // register adds a handler; only loadHandlers calls it.
@@ -234,7 +233,7 @@ func (w *walker) simple(argv []field, in stdin) {
 	if !last.script {
 		w.res.record(last.values())
 	}
-	sh.meta = sh.meta || metaCommands[last.name]
+	sh.meta = sh.meta || metaCommands()[last.name]
 	w.argChecks(argv, sh)
 	w.codeArgs(last, argv, sh)
 	if what := teardownOf(argv); what != "" {
@@ -304,14 +303,14 @@ func (w *walker) judge(c *cmd) {
 func helpOnly(argv []field) bool {
 	n := len(argv)
 	name := commandName(argv[0].s)
-	if n < 2 || strings.Contains(argv[0].s, "/") || runners[name] || n > 2 && operandFirst[strings.TrimRight(name, "0123456789.")] {
+	if n < 2 || strings.Contains(argv[0].s, "/") || runners()[name] || n > 2 && operandFirst()[strings.TrimRight(name, "0123456789.")] {
 		return false
 	}
 	if last := argv[n-1].s; last != "--help" && last != "--version" {
 		return false
 	}
 	for _, f := range argv[1 : n-1] {
-		if !f.static || !plainSubcommand(f.s) || runners[f.s] {
+		if !f.static || !plainSubcommand(f.s) || runners()[f.s] {
 			return false
 		}
 	}
@@ -333,21 +332,25 @@ func plainSubcommand(s string) bool {
 // operandFirst programs stop reading options at their first operand, so
 // a --help after it goes to the script or the command it names
 // (node server --help runs server.js; redis-cli DEL key --help deletes).
-var operandFirst = map[string]bool{
-	"python": true, "pypy": true, "node": true, "nodejs": true, "ruby": true, "perl": true, "php": true,
-	"deno": true, "bun": true, "lua": true, "luajit": true, "Rscript": true, "java": true, "tclsh": true,
-	"osascript": true, "pwsh": true, "powershell": true, "redis-cli": true, "valkey-cli": true, "psql": true,
-	"mysql": true, "sqlite3": true, "sqlite": true, "duckdb": true, "mongosh": true, "mongo": true, "cqlsh": true,
-	"clickhouse-client": true,
-}
+var operandFirst = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"python": true, "pypy": true, "node": true, "nodejs": true, "ruby": true, "perl": true, "php": true,
+		"deno": true, "bun": true, "lua": true, "luajit": true, "Rscript": true, "java": true, "tclsh": true,
+		"osascript": true, "pwsh": true, "powershell": true, "redis-cli": true, "valkey-cli": true, "psql": true,
+		"mysql": true, "sqlite3": true, "sqlite": true, "duckdb": true, "mongosh": true, "mongo": true, "cqlsh": true,
+		"clickhouse-client": true,
+	}
+})
 
 // runners fetch or run the program named in their arguments.
-var runners = map[string]bool{
-	"npx": true, "pnpx": true, "bunx": true, "uvx": true, "pipx": true, "dlx": true, "exec": true, "run": true,
-	"x": true, "sudo": true, "doas": true, "env": true, "xargs": true, "nohup": true, "timeout": true, "nice": true,
-	"time": true, "command": true, "builtin": true, "eval": true, "source": true, ".": true, "watch": true,
-	"ssh": true, "su": true, "script": true, "flock": true, "busybox": true, "sh": true, "bash": true, "zsh": true,
-}
+var runners = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"npx": true, "pnpx": true, "bunx": true, "uvx": true, "pipx": true, "dlx": true, "exec": true, "run": true,
+		"x": true, "sudo": true, "doas": true, "env": true, "xargs": true, "nohup": true, "timeout": true, "nice": true,
+		"time": true, "command": true, "builtin": true, "eval": true, "source": true, ".": true, "watch": true,
+		"ssh": true, "su": true, "script": true, "flock": true, "busybox": true, "sh": true, "bash": true, "zsh": true,
+	}
+})
 
 // argChecks looks at every argument as a path: naming Portcullis's own
 // files is blocked, naming a secret file is dangerous.
@@ -379,13 +382,15 @@ func (w *walker) argChecks(argv []field, sh *simpleCtx) {
 
 // metaCommands look at files' names or metadata, or remove them, without
 // reading what they hold; naming a secret file is not reading it.
-var metaCommands = map[string]bool{
-	"ls": true, "stat": true, "test": true, "[": true, "echo": true, "printf": true, "touch": true, "rm": true,
-	"rmdir": true, "unlink": true, "chmod": true, "chown": true, "chgrp": true, "du": true, "realpath": true,
-	"readlink": true, "basename": true, "dirname": true, "which": true, "type": true, "mkdir": true,
-	"find": true, "fd": true, "locate": true, "wc": true, "ssh-keygen": true, "ssh-add": true, "shred": true,
-	"file": true, "tree": true, "exa": true, "eza": true,
-}
+var metaCommands = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"ls": true, "stat": true, "test": true, "[": true, "echo": true, "printf": true, "touch": true, "rm": true,
+		"rmdir": true, "unlink": true, "chmod": true, "chown": true, "chgrp": true, "du": true, "realpath": true,
+		"readlink": true, "basename": true, "dirname": true, "which": true, "type": true, "mkdir": true,
+		"find": true, "fd": true, "locate": true, "wc": true, "ssh-keygen": true, "ssh-add": true, "shred": true,
+		"file": true, "tree": true, "exa": true, "eza": true,
+	}
+})
 
 func (c *Classifier) isProtectedExact(s string) bool {
 	p := c.normPath(s)

@@ -3,6 +3,7 @@ package shell
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // builtinProtected are Portcullis's default state directories, protected
@@ -198,18 +199,24 @@ func (w *walker) readsDisk(f field) string {
 	return ""
 }
 
-var secretDirs = map[string]bool{".ssh": true, ".gnupg": true, ".aws": true, ".azure": true, ".password-store": true, ".kube": true}
+var secretDirs = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{".ssh": true, ".gnupg": true, ".aws": true, ".azure": true, ".password-store": true, ".kube": true}
+})
 
-var secretNames = map[string]bool{
-	".netrc": true, ".pgpass": true, ".git-credentials": true, ".npmrc": true, ".pypirc": true,
-	".vault-token": true, "credentials.tfrc.json": true, ".my.cnf": true, ".boto": true, ".s3cfg": true,
-	".envrc": true, ".bash_history": true, ".zsh_history": true, ".psql_history": true, ".mysql_history": true,
-	".python_history": true, ".node_repl_history": true, "logins.json": true, "key4.db": true, "Login Data": true,
-	"Cookies": true, "cookies.sqlite": true,
-	"id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true,
-}
+var secretNames = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		".netrc": true, ".pgpass": true, ".git-credentials": true, ".npmrc": true, ".pypirc": true,
+		".vault-token": true, "credentials.tfrc.json": true, ".my.cnf": true, ".boto": true, ".s3cfg": true,
+		".envrc": true, ".bash_history": true, ".zsh_history": true, ".psql_history": true, ".mysql_history": true,
+		".python_history": true, ".node_repl_history": true, "logins.json": true, "key4.db": true, "Login Data": true,
+		"Cookies": true, "cookies.sqlite": true,
+		"id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true,
+	}
+})
 
-var envExamples = map[string]bool{".env.example": true, ".env.sample": true, ".env.template": true, ".env.dist": true, ".env.defaults": true, ".env.schema": true}
+var envExamples = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{".env.example": true, ".env.sample": true, ".env.template": true, ".env.dist": true, ".env.defaults": true, ".env.schema": true}
+})
 
 func secretPath(p string, glob bool) bool {
 	if p == "" || p == "." {
@@ -225,7 +232,7 @@ func secretPath(p string, glob bool) bool {
 	}
 	for i, c := range comps {
 		// The secret directory itself: cp -r ~/.ssh, tar ~/.aws.
-		if i == len(comps)-1 && secretDirs[c] {
+		if i == len(comps)-1 && secretDirs()[c] {
 			return true
 		}
 		n := next(i)
@@ -272,7 +279,7 @@ func secretPath(p string, glob bool) bool {
 			}
 		}
 	}
-	if secretNames[base] || glob && (compEq(base, "id_rsa", glob) || compEq(base, ".netrc", glob)) {
+	if secretNames()[base] || glob && (compEq(base, "id_rsa", glob) || compEq(base, ".netrc", glob)) {
 		return true
 	}
 	if strings.HasSuffix(base, ".key") && !strings.HasSuffix(base, ".pub.key") {
@@ -294,7 +301,7 @@ func privateKeyName(n string, glob bool) bool {
 // envFile reports whether a file name is a dotenv file: .env, .env.local,
 // prod.env — but not .env.example and its kin.
 func envFile(base string, glob bool) bool {
-	if envExamples[base] {
+	if envExamples()[base] {
 		return false
 	}
 	if base == ".env" || strings.HasPrefix(base, ".env.") || strings.HasSuffix(base, ".env") && len(base) > len(".env") {
@@ -326,10 +333,12 @@ func isDiskDevice(p string) bool {
 	return false
 }
 
-var systemDirs = map[string]bool{
-	"etc": true, "boot": true, "bin": true, "sbin": true, "usr": true, "lib": true, "lib32": true, "lib64": true,
-	"libx32": true, "sys": true, "proc": true, "root": true, "var": true, "dev": true, "System": true, "Library": true,
-}
+var systemDirs = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"etc": true, "boot": true, "bin": true, "sbin": true, "usr": true, "lib": true, "lib32": true, "lib64": true,
+		"libx32": true, "sys": true, "proc": true, "root": true, "var": true, "dev": true, "System": true, "Library": true,
+	}
+})
 
 // isSystemPath reports whether an absolute path lies in the operating
 // system's own directories (not /tmp, /var/tmp, /home or the user's).
@@ -341,7 +350,7 @@ func isSystemPath(p string) bool {
 	if comps[0] == "private" && len(comps) > 1 {
 		comps = comps[1:]
 	}
-	if !systemDirs[comps[0]] {
+	if !systemDirs()[comps[0]] {
 		return false
 	}
 	if comps[0] == "var" && len(comps) > 1 && (comps[1] == "tmp" || comps[1] == "folders") {
@@ -350,18 +359,20 @@ func isSystemPath(p string) bool {
 	return true
 }
 
-var startupNames = map[string]bool{
-	".bashrc": true, ".bash_profile": true, ".bash_login": true, ".bash_logout": true, ".profile": true,
-	".zshrc": true, ".zprofile": true, ".zshenv": true, ".zlogin": true, ".zlogout": true, ".xinitrc": true,
-	".xprofile": true, "authorized_keys": true, "authorized_keys2": true, ".gitconfig": true, "config.fish": true,
-}
+var startupNames = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		".bashrc": true, ".bash_profile": true, ".bash_login": true, ".bash_logout": true, ".profile": true,
+		".zshrc": true, ".zprofile": true, ".zshenv": true, ".zlogin": true, ".zlogout": true, ".xinitrc": true,
+		".xprofile": true, "authorized_keys": true, "authorized_keys2": true, ".gitconfig": true, "config.fish": true,
+	}
+})
 
 // isStartupFile reports whether a path is read at login or by ssh, so that
 // writing it plants code or access for later.
 func isStartupFile(p string) bool {
 	comps := splitPath(p)
 	base := comps[len(comps)-1]
-	if startupNames[base] {
+	if startupNames()[base] {
 		return true
 	}
 	n := len(comps)
@@ -385,11 +396,13 @@ func isStartupFile(p string) bool {
 	return false
 }
 
-var topDirs = map[string]bool{
-	"bin": true, "boot": true, "dev": true, "etc": true, "home": true, "lib": true, "lib64": true, "opt": true,
-	"proc": true, "root": true, "sbin": true, "srv": true, "sys": true, "usr": true, "var": true, "mnt": true,
-	"media": true, "Users": true, "System": true, "Library": true, "Applications": true,
-}
+var topDirs = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"bin": true, "boot": true, "dev": true, "etc": true, "home": true, "lib": true, "lib64": true, "opt": true,
+		"proc": true, "root": true, "sbin": true, "srv": true, "sys": true, "usr": true, "var": true, "mnt": true,
+		"media": true, "Users": true, "System": true, "Library": true, "Applications": true,
+	}
+})
 
 // isCritical reports whether deleting a path destroys a system or a home:
 // /, ~, /etc, ., *, and the like.
@@ -399,7 +412,7 @@ func isCritical(p string) bool {
 		return true
 	}
 	p = strings.TrimSuffix(p, "/*")
-	if strings.HasPrefix(p, "/") && !strings.Contains(p[1:], "/") && topDirs[p[1:]] {
+	if strings.HasPrefix(p, "/") && !strings.Contains(p[1:], "/") && topDirs()[p[1:]] {
 		return true
 	}
 	return p == "~" || p == "$HOME"

@@ -3,6 +3,7 @@ package shell
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -68,29 +69,31 @@ var optionUses = []optionUse{
 }
 
 // optionIndex maps a program to its rows of optionUses.
-var optionIndex = func() map[string][]int {
+var optionIndex = sync.OnceValue(func() map[string][]int {
 	m := map[string][]int{}
 	for i, u := range optionUses {
 		m[u.prog] = append(m[u.prog], i)
 	}
 	return m
-}()
+})
 
 // envUses are the environment variables whose value a program runs as a
 // command: set before a command, exported, or given to env or sudo.
-var envUses = map[string]string{
-	"PAGER": "pagers", "GIT_PAGER": "git", "MANPAGER": "man", "SYSTEMD_PAGER": "systemctl", "BAT_PAGER": "bat",
-	"DELTA_PAGER": "delta", "LESSOPEN": "less", "LESSCLOSE": "less", "GIT_EXTERNAL_DIFF": "git",
-	"GIT_PROXY_COMMAND": "git", "GIT_ASKPASS": "git", "SSH_ASKPASS": "ssh", "SUDO_ASKPASS": "sudo",
-	"GIT_SSH_COMMAND": "git", "GIT_SSH": "git", "GIT_EDITOR": "git", "GIT_SEQUENCE_EDITOR": "git",
-	"EDITOR": "editors", "VISUAL": "editors", "PROMPT_COMMAND": "bash", "BROWSER": "browsers",
-	"RSYNC_RSH": "rsync", "CVS_RSH": "cvs", "FZF_DEFAULT_COMMAND": "fzf", "FCEDIT": "fc",
-}
+var envUses = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"PAGER": "pagers", "GIT_PAGER": "git", "MANPAGER": "man", "SYSTEMD_PAGER": "systemctl", "BAT_PAGER": "bat",
+		"DELTA_PAGER": "delta", "LESSOPEN": "less", "LESSCLOSE": "less", "GIT_EXTERNAL_DIFF": "git",
+		"GIT_PROXY_COMMAND": "git", "GIT_ASKPASS": "git", "SSH_ASKPASS": "ssh", "SUDO_ASKPASS": "sudo",
+		"GIT_SSH_COMMAND": "git", "GIT_SSH": "git", "GIT_EDITOR": "git", "GIT_SEQUENCE_EDITOR": "git",
+		"EDITOR": "editors", "VISUAL": "editors", "PROMPT_COMMAND": "bash", "BROWSER": "browsers",
+		"RSYNC_RSH": "rsync", "CVS_RSH": "cvs", "FZF_DEFAULT_COMMAND": "fzf", "FCEDIT": "fc",
+	}
+})
 
 // runsEnv judges NAME=value when NAME is a variable whose value a program
 // runs: the value is walked as nested code.
 func (w *walker) runsEnv(name, value string, static bool) []finding {
-	prog, ok := envUses[name]
+	prog, ok := envUses()[name]
 	if !ok {
 		return nil
 	}
@@ -104,7 +107,7 @@ func (w *walker) runsEnv(name, value string, static bool) []finding {
 
 // consultOptions applies the rows of optionUses for the layer's program.
 func (c *cmd) consultOptions() {
-	rows, ok := optionIndex[strings.ToLower(c.name)]
+	rows, ok := optionIndex()[strings.ToLower(c.name)]
 	if !ok {
 		return
 	}
@@ -222,18 +225,20 @@ func optionValue(args []field, i int, names []string) (field, int, bool) {
 
 // dataCommands take text that is data, not code: what they are given is
 // printed, searched for or stored, never run.
-var dataCommands = map[string]bool{
-	"echo": true, "printf": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true,
-	"jq": true, "yq": true, "test": true, "[": true, "logger": true, "notify-send": true, "sed": true, "awk": true,
-	"gawk": true, "mawk": true, "nawk": true, "tee": true, "cat": true, "read": true, "export": true, "declare": true, "local": true,
-	"readonly": true, "typeset": true, "alias": true, "trap": true, "printenv": true, "sqlite3": true,
-	"psql": true, "mysql": true, "ssh": true, "watch": true, "eval": true, "bash": true, "sh": true, "zsh": true,
-	"dash": true, "ksh": true, "fish": true, "su": true, "sudo": true, "env": true, "xargs": true, "find": true,
-	"parallel": true, "timeout": true, "nice": true, "vim": true, "nvim": true, "vi": true, "less": true, "man": true,
-	"tar": true, "git": true, "gh": true, "glab": true, "curl": true, "wget": true, "http": true, "xh": true,
-	"kubectl": true, "docker": true, "podman": true, "osascript": true, "powershell": true, "pwsh": true,
-	"cmd": true, "cmd.exe": true, "flock": true, "script": true, "runuser": true, "sg": true,
-}
+var dataCommands = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"echo": true, "printf": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true,
+		"jq": true, "yq": true, "test": true, "[": true, "logger": true, "notify-send": true, "sed": true, "awk": true,
+		"gawk": true, "mawk": true, "nawk": true, "tee": true, "cat": true, "read": true, "export": true, "declare": true, "local": true,
+		"readonly": true, "typeset": true, "alias": true, "trap": true, "printenv": true, "sqlite3": true,
+		"psql": true, "mysql": true, "ssh": true, "watch": true, "eval": true, "bash": true, "sh": true, "zsh": true,
+		"dash": true, "ksh": true, "fish": true, "su": true, "sudo": true, "env": true, "xargs": true, "find": true,
+		"parallel": true, "timeout": true, "nice": true, "vim": true, "nvim": true, "vi": true, "less": true, "man": true,
+		"tar": true, "git": true, "gh": true, "glab": true, "curl": true, "wget": true, "http": true, "xh": true,
+		"kubectl": true, "docker": true, "podman": true, "osascript": true, "powershell": true, "pwsh": true,
+		"cmd": true, "cmd.exe": true, "flock": true, "script": true, "runuser": true, "sg": true,
+	}
+})
 
 // codeArgs applies the rule that a value which parses as shell code holding
 // a dangerous command is judged as that code, wherever it stands: an
@@ -241,7 +246,7 @@ var dataCommands = map[string]bool{
 // that take text as data (echo, grep, git commit -m) and those whose code
 // arguments are judged by their own handlers are left out.
 func (w *walker) codeArgs(last *cmd, argv []field, sh *simpleCtx) {
-	if w.crude || w.depth >= maxDepth-1 || dataCommands[last.name] {
+	if w.crude || w.depth >= maxDepth-1 || dataCommands()[last.name] {
 		return
 	}
 	if isSafe(last.name) {
@@ -489,7 +494,7 @@ var teardowns = []teardown{
 }
 
 // teardownIndex maps each anchor to its rows of teardowns.
-var teardownIndex = func() map[string][]int {
+var teardownIndex = sync.OnceValue(func() map[string][]int {
 	m := map[string][]int{}
 	for i, t := range teardowns {
 		for _, a := range t.anchors {
@@ -497,7 +502,7 @@ var teardownIndex = func() map[string][]int {
 		}
 	}
 	return m
-}()
+})
 
 // teardownOf returns what a teardown in argv does, or "".
 func teardownOf(argv []field) string {
@@ -505,9 +510,9 @@ func teardownOf(argv []field) string {
 		return ""
 	}
 	for k, f := range argv {
-		rows, ok := teardownIndex[f.s]
+		rows, ok := teardownIndex()[f.s]
 		if !ok {
-			rows, ok = teardownIndex[commandName(f.s)]
+			rows, ok = teardownIndex()[commandName(f.s)]
 		}
 		if !ok {
 			continue
@@ -530,21 +535,25 @@ func teardownOf(argv []field) string {
 
 // cleanupNames are the directories and files builds and tools regenerate:
 // deleting them inside the working directory is a routine clean-up.
-var cleanupNames = map[string]bool{
-	"node_modules": true, "dist": true, "build": true, "target": true, ".cache": true, "__pycache__": true,
-	"coverage": true, ".next": true, ".nuxt": true, ".turbo": true, ".pytest_cache": true, ".mypy_cache": true,
-	".ruff_cache": true, ".tox": true, ".parcel-cache": true, "out": true, ".svelte-kit": true, ".angular": true,
-	".eggs": true, ".gradle": true, ".nyc_output": true, "htmlcov": true, ".sass-cache": true, "tmp": true,
-	".venv": true, "venv": true, "obj": true, "_build": true, ".dart_tool": true,
-}
+var cleanupNames = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"node_modules": true, "dist": true, "build": true, "target": true, ".cache": true, "__pycache__": true,
+		"coverage": true, ".next": true, ".nuxt": true, ".turbo": true, ".pytest_cache": true, ".mypy_cache": true,
+		".ruff_cache": true, ".tox": true, ".parcel-cache": true, "out": true, ".svelte-kit": true, ".angular": true,
+		".eggs": true, ".gradle": true, ".nyc_output": true, "htmlcov": true, ".sass-cache": true, "tmp": true,
+		".venv": true, "venv": true, "obj": true, "_build": true, ".dart_tool": true,
+	}
+})
 
 // cleanupPatterns are find -name patterns of generated files.
-var cleanupPatterns = map[string]bool{
-	"*.pyc": true, "*.pyo": true, "__pycache__": true, "*.o": true, "*.class": true, ".DS_Store": true,
-	"*.orig": true, "*.rej": true, "*~": true, "*.tmp": true, "node_modules": true, ".pytest_cache": true,
-	"*.log": true, "*.swp": true, "*.bak": true, "*.egg-info": true, ".mypy_cache": true, "*.d": true,
-	"*.test": true, "*.out": true, "dist": true, "build": true, "target": true, "coverage": true,
-}
+var cleanupPatterns = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"*.pyc": true, "*.pyo": true, "__pycache__": true, "*.o": true, "*.class": true, ".DS_Store": true,
+		"*.orig": true, "*.rej": true, "*~": true, "*.tmp": true, "node_modules": true, ".pytest_cache": true,
+		"*.log": true, "*.swp": true, "*.bak": true, "*.egg-info": true, ".mypy_cache": true, "*.d": true,
+		"*.test": true, "*.out": true, "dist": true, "build": true, "target": true, "coverage": true,
+	}
+})
 
 // inCleanup reports whether a path is a regenerated directory (or lies
 // beneath one) inside the working directory: relative, no "..", no hidden
@@ -555,7 +564,7 @@ func (w *walker) inCleanup(f field) bool {
 		return false
 	}
 	for _, comp := range strings.Split(strings.TrimSuffix(f.s, "/"), "/") {
-		if cleanupNames[comp] || strings.HasSuffix(comp, ".egg-info") {
+		if cleanupNames()[comp] || strings.HasSuffix(comp, ".egg-info") {
 			return true
 		}
 	}

@@ -356,7 +356,7 @@ func (w *walker) assign(a *syntax.Assign) {
 	default:
 		if a.Value != nil {
 			s, ok := w.literal(a.Value)
-			if _, runs := envUses[a.Name.Value]; runs {
+			if _, runs := envUses()[a.Name.Value]; runs {
 				for _, f := range w.runsEnv(a.Name.Value, s, ok) {
 					w.add(f)
 				}
@@ -711,7 +711,7 @@ func fetchesNetwork(word *syntax.Word) bool {
 			return true
 		}
 		for _, a := range ce.Args {
-			if netFetchers[commandName(a.Lit())] {
+			if netFetchers()[commandName(a.Lit())] {
 				found = true
 			}
 		}
