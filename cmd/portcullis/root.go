@@ -56,7 +56,24 @@ const (
 
 // run is the command line: main calls it, and so do the tests.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return cmdutil.Execute(ctx, newRootCmd(processEnv()), args, stdin, stdout, stderr)
+	return cmdutil.Execute(ctx, newRootCmdFor(processEnv(), args), args, stdin, stdout, stderr)
+}
+
+// perCall are the commands a host starts as a new process for every tool
+// call or shell command it gates: the hooks and the shell gate (exec, which
+// portcullis-sh runs). Their start is part of every call's latency, so the
+// root is built for them with that one command only: the rest of the tree
+// (some 20 commands and their flags) is not needed to run, or to show the
+// help of, a command and its subcommands.
+func perCall(name string) bool { return name == "hook" || name == "exec" }
+
+// newRootCmdFor is the root that runs args: the whole tree, or, when
+// args[0] names a perCall command, the root with that command only.
+func newRootCmdFor(env *cmdutil.Env, args []string) *cobra.Command {
+	if len(args) > 0 && perCall(args[0]) {
+		return newRoot(env, args[0])
+	}
+	return newRootCmd(env)
 }
 
 // processEnv is the environment of the running process, the one the
@@ -68,8 +85,44 @@ func processEnv() *cmdutil.Env {
 	}
 }
 
+// topCommand is a command of the root: the name its constructor gives it,
+// its group in the help, and its constructor.
+type topCommand struct {
+	name, group string
+	build       func(*cmdutil.Env) *cobra.Command
+}
+
+// topCommands are the root's commands, in the order of the help.
+var topCommands = []topCommand{
+	{"decide", groupDecide, decidecmd.NewDecideCmd},
+	{"explain", groupDecide, decidecmd.NewExplainCmd},
+	{"policy", groupDecide, policycmd.NewPolicyCmd},
+	{"classify", groupDecide, decidecmd.NewClassifyCmd},
+	{"init", groupGate, setupcmd.NewInitCmd},
+	{"doctor", groupGate, setupcmd.NewDoctorCmd},
+	{"hook", groupGate, gatecmd.NewHookCmd},
+	{"exec", groupGate, gatecmd.NewExecCmd},
+	{"mcp", groupGate, gatecmd.NewMCPCmd},
+	{"serve", groupGate, servecmd.NewServeCmd},
+	{"tools", groupGate, servecmd.NewToolsCmd},
+	{"approvals", groupPeople, peoplecmd.NewApprovalsCmd},
+	{"approve", groupPeople, peoplecmd.NewApproveCmd},
+	{"deny", groupPeople, peoplecmd.NewDenyCmd},
+	{"grants", groupPeople, peoplecmd.NewGrantsCmd},
+	{"unblock", groupPeople, peoplecmd.NewUnblockCmd},
+	{"audit", groupAudit, auditcmd.NewAuditCmd},
+	{"budgets", groupAudit, auditcmd.NewBudgetsCmd},
+	{"witness", groupAudit, servecmd.NewWitnessCmd},
+	{"bench", groupAudit, servecmd.NewBenchCmd},
+	{"version", groupAudit, func(*cmdutil.Env) *cobra.Command { return newVersionCmd() }},
+}
+
 // newRootCmd builds the command tree.
-func newRootCmd(env *cmdutil.Env) *cobra.Command {
+func newRootCmd(env *cmdutil.Env) *cobra.Command { return newRoot(env, "") }
+
+// newRoot builds the root with every command, or with the command named
+// only.
+func newRoot(env *cmdutil.Env, only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:                   "portcullis",
 		DisableFlagsInUseLine: true,
@@ -95,17 +148,13 @@ func newRootCmd(env *cmdutil.Env) *cobra.Command {
 		&cobra.Group{ID: groupAudit, Title: "Audit and operate:"},
 	)
 	root.SetFlagErrorFunc(cmdutil.FlagError)
-	addToGroup(root, groupDecide, decidecmd.NewDecideCmd(env), decidecmd.NewExplainCmd(env), policycmd.NewPolicyCmd(env), decidecmd.NewClassifyCmd(env))
-	addToGroup(root, groupGate, setupcmd.NewInitCmd(env), setupcmd.NewDoctorCmd(env), gatecmd.NewHookCmd(env), gatecmd.NewExecCmd(env), gatecmd.NewMCPCmd(env), servecmd.NewServeCmd(env), servecmd.NewToolsCmd(env))
-	addToGroup(root, groupPeople, peoplecmd.NewApprovalsCmd(env), peoplecmd.NewApproveCmd(env), peoplecmd.NewDenyCmd(env), peoplecmd.NewGrantsCmd(env), peoplecmd.NewUnblockCmd(env))
-	addToGroup(root, groupAudit, auditcmd.NewAuditCmd(env), auditcmd.NewBudgetsCmd(env), servecmd.NewWitnessCmd(env), servecmd.NewBenchCmd(env), newVersionCmd())
-	return root
-}
-
-// addToGroup adds commands to root, listed under a group of its help.
-func addToGroup(root *cobra.Command, id string, cmds ...*cobra.Command) {
-	for _, c := range cmds {
-		c.GroupID = id
+	for _, tc := range topCommands {
+		if only != "" && tc.name != only {
+			continue
+		}
+		c := tc.build(env)
+		c.GroupID = tc.group
+		root.AddCommand(c)
 	}
-	root.AddCommand(cmds...)
+	return root
 }
