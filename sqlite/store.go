@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/portcullis/portcullis"
@@ -108,6 +109,7 @@ type Store struct {
 	audit   *auditWriter
 	changed broadcast     // signalled after every local write to the changes table
 	written chan struct{} // holds a token after a local commit: the WAL has frames to checkpoint
+	commits atomic.Int64  // local commits since the last background checkpoint began
 
 	done    chan struct{} // closed by Close: watches and maintenance end
 	wg      sync.WaitGroup

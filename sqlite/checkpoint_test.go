@@ -1,0 +1,128 @@
+package sqlite_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/portcullis/portcullis/sqlite"
+)
+
+// fileSize is the size of path, 0 when it does not exist.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// waitFor polls cond every 20 ms until it holds or d has passed.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// An agent's calls come one at a time, seconds apart. Were the log
+// checkpointed after each, the next commit would start it anew: it writes
+// and, under synchronous=FULL, fsyncs the log's header before its frames,
+// two fsyncs for one row. The background checkpointer leaves a few
+// isolated commits in the log: each appends to it, and the log grows.
+func TestIsolatedCommitsAppendToTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Now()
+	wal := path + "-wal"
+	var sizes []int64
+	for i := range 5 {
+		if _, err := s.AppendAudit(ctx, event(i, at, "s1")); err != nil {
+			t.Fatal(err)
+		}
+		// Longer than the checkpointer's least interval: time enough
+		// for it to run, were it to run after each commit.
+		time.Sleep(250 * time.Millisecond)
+		sizes = append(sizes, fileSize(t, wal))
+	}
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i] <= sizes[i-1] {
+			t.Fatalf("the log's size after each of 5 isolated commits = %v: commit %d started the log anew (it was checkpointed after the commit before)", sizes, i+1)
+		}
+	}
+}
+
+// The log does not grow without bound: after 64 commits the background
+// checkpointer copies it into the database file, and the next commit
+// starts it anew.
+func TestCheckpointAfterManyCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Now()
+	if _, err := s.AppendAudit(ctx, event(0, at, "s1")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond)
+	before := fileSize(t, path)
+	for i := 1; i <= 64; i++ {
+		if _, err := s.AppendAudit(ctx, event(i, at, "s1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waitFor(5*time.Second, func() bool { return fileSize(t, path) > before }) {
+		t.Fatalf("the database file is %d bytes 5 s after 65 commits, as before them: the log was not checkpointed", before)
+	}
+	// The log, checkpointed whole, starts anew: a commit now writes at
+	// its beginning, so the file does not grow.
+	walSize := fileSize(t, path+"-wal")
+	if _, err := s.AppendAudit(ctx, event(65, at, "s1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, path+"-wal"); got > walSize {
+		t.Errorf("the log grew from %d to %d bytes after a checkpoint: it was not started anew", walSize, got)
+	}
+}
+
+// Commits that stop are checkpointed all the same, once the log has been
+// quiet for a while (10 s), not at once.
+func TestCheckpointWhenCommitsPause(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := fileSize(t, path)
+	if _, err := s.AppendAudit(ctx, event(0, time.Now(), "s1")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if !waitFor(20*time.Second, func() bool { return fileSize(t, path) > before }) {
+		t.Fatalf("the database file is %d bytes 20 s after a commit, as before it: the log was not checkpointed", before)
+	}
+	if took := time.Since(start); took < 5*time.Second {
+		t.Errorf("the log was checkpointed %s after a lone commit: sooner than the pause the checkpointer waits for", took)
+	}
+}
