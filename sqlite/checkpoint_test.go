@@ -67,8 +67,11 @@ func TestIsolatedCommitsAppendToTheLog(t *testing.T) {
 }
 
 // The log does not grow without bound: after 64 commits the background
-// checkpointer copies it into the database file, and the next commit
-// starts it anew.
+// checkpointer copies it into the database file, without waiting for the
+// commits to pause. Which commit is the 64th is not known here (the store's
+// own trim at Open counts too), and a commit that lands after the
+// checkpoint began stays in the log for the next one, so whether the log
+// then starts anew is checked after a pause (TestCheckpointWhenCommitsPause).
 func TestCheckpointAfterManyCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -91,15 +94,6 @@ func TestCheckpointAfterManyCommits(t *testing.T) {
 	}
 	if !waitFor(5*time.Second, func() bool { return fileSize(t, path) > before }) {
 		t.Fatalf("the database file is %d bytes 5 s after 65 commits, as before them: the log was not checkpointed", before)
-	}
-	// The log, checkpointed whole, starts anew: a commit now writes at
-	// its beginning, so the file does not grow.
-	walSize := fileSize(t, path+"-wal")
-	if _, err := s.AppendAudit(ctx, event(65, at, "s1")); err != nil {
-		t.Fatal(err)
-	}
-	if got := fileSize(t, path+"-wal"); got > walSize {
-		t.Errorf("the log grew from %d to %d bytes after a checkpoint: it was not started anew", walSize, got)
 	}
 }
 
@@ -124,5 +118,16 @@ func TestCheckpointWhenCommitsPause(t *testing.T) {
 	}
 	if took := time.Since(start); took < 5*time.Second {
 		t.Errorf("the log was checkpointed %s after a lone commit: sooner than the pause the checkpointer waits for", took)
+	}
+	// The log, checkpointed whole with no commit after it (give the
+	// checkpoint that has begun copying time to end), starts anew: the
+	// next commit writes at its beginning, so the file does not grow.
+	time.Sleep(250 * time.Millisecond)
+	walSize := fileSize(t, path+"-wal")
+	if _, err := s.AppendAudit(ctx, event(1, time.Now(), "s1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, path+"-wal"); got > walSize {
+		t.Errorf("the log grew from %d to %d bytes after a checkpoint: it was not started anew", walSize, got)
 	}
 }
