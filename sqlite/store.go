@@ -511,6 +511,15 @@ func (s *Store) Close() error {
 	s.audit.close()
 	close(s.done)
 	s.wg.Wait()
+	// Commits the checkpointer has not copied yet are copied now: a
+	// short-lived process (a hook, the CLI) would otherwise leave them in
+	// the log of a file another process keeps open, where only a later
+	// commit of that process, or the log's safety net, checkpoints them.
+	if s.commits.Load() > 0 {
+		if err := s.checkpointWAL(); err != nil {
+			s.log.Warn("checkpoint the WAL at close", "path", s.path, "err", err)
+		}
+	}
 	return s.closeDBs()
 }
 

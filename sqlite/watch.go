@@ -173,13 +173,14 @@ func (s *Store) trim() error {
 	})
 }
 
-// When the background checkpointer runs: never sooner than
-// checkpointInterval after its last checkpoint, and once the WAL holds
-// checkpointCommits local commits, or checkpointIdle after the last one.
+// When the background checkpointer runs: once the WAL holds
+// checkpointCommits of this store's commits, or checkpointAfter after the
+// first of them, whichever comes first, and never sooner than
+// checkpointInterval after its last checkpoint.
 const (
 	checkpointInterval = 100 * time.Millisecond
 	checkpointCommits  = 64
-	checkpointIdle     = 10 * time.Second
+	checkpointAfter    = 10 * time.Second
 )
 
 // wrote tells the checkpointer that a commit added frames to the WAL.
@@ -196,39 +197,46 @@ func (s *Store) wrote() {
 // commit waits for a checkpoint. A passive checkpoint never blocks writers
 // or readers; frames a reader still needs are left for the next one.
 //
-// It waits for checkpointCommits commits, or for the commits to pause
-// (checkpointIdle), rather than checkpointing after each: the first commit
-// after a checkpoint that emptied the log starts the log anew, and under
-// synchronous=FULL writes and fsyncs its header before its own frames, so
-// an isolated commit (an agent's call, a hook's decision) would pay two
-// fsyncs instead of one (docs/STORAGE.md, "Checkpoints"). The log stays
-// small all the same: 64 commits of a lone writer are a few hundred pages,
-// and under load the commits come in seconds; the writer's own checkpoint
-// at autoCheckpoint pages remains the safety net.
+// It waits for checkpointCommits commits, or checkpointAfter after the
+// first commit it has not copied, rather than running after each commit:
+// the first commit after a checkpoint that emptied the log starts the log
+// anew, and under synchronous=FULL writes and fsyncs its header before its
+// own frames, so isolated commits (an agent's calls, a hook's decisions
+// seconds apart) would pay two fsyncs instead of one (docs/STORAGE.md,
+// "Checkpoints"). The log stays small all the same: 64 commits of a lone
+// writer are a few hundred pages, and under load they come within
+// checkpointInterval; the writer's own checkpoint at autoCheckpoint pages
+// remains the safety net. The deadline is not moved by later commits, so
+// under `sync: process`, whose commits reach the disk with a checkpoint,
+// no commit waits more than checkpointAfter for it.
 func (s *Store) checkpoint() {
 	defer s.wg.Done()
-	idle := time.NewTimer(checkpointIdle)
-	idle.Stop()
-	defer idle.Stop()
+	deadline := time.NewTimer(checkpointAfter)
+	deadline.Stop()
+	defer deadline.Stop()
+	armed := false
 	for {
 		select {
 		case <-s.done:
 			return
 		case <-s.written:
 			if s.commits.Load() < checkpointCommits {
-				idle.Reset(checkpointIdle)
+				if !armed {
+					deadline.Reset(checkpointAfter)
+					armed = true
+				}
 				continue
 			}
-		case <-idle.C:
+		case <-deadline.C:
+			armed = false
 			if s.commits.Load() == 0 {
 				continue
 			}
 		}
-		idle.Stop()
+		deadline.Stop()
+		armed = false
 		s.commits.Store(0)
-		var busy, logFrames, done int
-		err := s.ckdb.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
-		if err != nil && !s.isClosed() {
+		if err := s.checkpointWAL(); err != nil && !s.isClosed() {
 			s.log.Warn("checkpoint the WAL", "path", s.path, "err", err)
 		}
 		select {
@@ -237,4 +245,10 @@ func (s *Store) checkpoint() {
 		case <-time.After(checkpointInterval):
 		}
 	}
+}
+
+// checkpointWAL runs a passive checkpoint.
+func (s *Store) checkpointWAL() error {
+	var busy, logFrames, done int
+	return s.ckdb.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
 }
