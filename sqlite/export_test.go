@@ -87,3 +87,8 @@ func (s *Store) LeaveWriteConnInReadTransaction(ctx context.Context) error {
 	})
 	return errors.Join(err, conn.Close())
 }
+
+// WaitStartTrim waits for the trim the store runs at Open, which writes on
+// the write connection: a test that then takes that connection over does
+// not race with it.
+func (s *Store) WaitStartTrim() { <-s.trimmed }

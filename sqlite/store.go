@@ -112,6 +112,7 @@ type Store struct {
 	commits atomic.Int64  // local commits since the last background checkpoint began
 
 	done    chan struct{} // closed by Close: watches and maintenance end
+	trimmed chan struct{} // closed when the first trim, at Open, has ended
 	wg      sync.WaitGroup
 	closeMu sync.Mutex
 	closed  bool
@@ -145,7 +146,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, noQuickCheck: opts.NoQuickCheck, sync: mode, done: make(chan struct{}), written: make(chan struct{}, 1)}
+	s := &Store{path: abs, clock: opts.Clock, log: opts.Logger, noQuickCheck: opts.NoQuickCheck, sync: mode, done: make(chan struct{}), trimmed: make(chan struct{}), written: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = portcullis.SystemClock{}
 	}

@@ -146,9 +146,14 @@ func (s *Store) maintain() {
 	defer s.wg.Done()
 	t := time.NewTicker(maintainInterval)
 	defer t.Stop()
+	first := true
 	for {
 		if err := s.trim(); err != nil && !s.isClosed() {
 			s.log.Warn("trim old rows", "path", s.path, "err", err)
+		}
+		if first {
+			close(s.trimmed)
+			first = false
 		}
 		select {
 		case <-s.done:

@@ -179,6 +179,7 @@ func TestAuditWriteConnLeftInTransaction(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := openSync(t, path, clock, sqlite.SyncProcess)
 	r(s.AppendAudit(ctx, events(3, clock.Now())...)).must(t)
+	s.WaitStartTrim()
 	noErr(t, s.LeaveWriteConnInTransaction(ctx))
 	opened := s.WriteConnsOpened()
 
@@ -204,6 +205,7 @@ func TestAuditWriteConnLeftInReadTransaction(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := openSync(t, path, clock, sqlite.SyncProcess)
 	r(s.AppendAudit(ctx, events(3, clock.Now())...)).must(t)
+	s.WaitStartTrim()
 	noErr(t, s.LeaveWriteConnInReadTransaction(ctx))
 	_, err := rawDB(t, path).Exec(`INSERT INTO changes (kind, ref, time) VALUES ('test', 'another process', 0)`)
 	noErr(t, err)
